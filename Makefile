@@ -1,0 +1,59 @@
+# autoheal — top-level entry points. CMake does the building; this file wires the steps together.
+#
+#   make deps     install Debian packages and prepare the Slurm source (idempotent)
+#   make          build everything into build/ (binaries in build/bin, plugins in build/plugins)
+#   make test     unit tests, then integration tests on a real local Slurm cluster
+#   make demo     start the local cluster, run a job through autoheal, show what happened, stop
+#   make bench    benchmarks (ratios against a baseline measured in the same run)
+#   make install  install into PREFIX (default /usr/local) and Slurm's PluginDir
+#   make lint     clang-format check and clang-tidy
+SHELL := /bin/bash
+MAKEFLAGS += --no-print-directory
+BUILD ?= build
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+BUILD_TYPE ?= RelWithDebInfo
+
+.PHONY: all deps configure build test unit-test integration-test demo bench install lint clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt: CMakeLists.txt
+	@slurm_src=$$(scripts/deps.sh --print-slurm-src) && \
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	    -DSLURM_SRC_DIR="$$slurm_src" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j 1
+
+unit-test: build
+	@cd $(BUILD) && ctest --output-on-failure -L unit
+
+integration-test: build
+	@cd $(BUILD) && ctest --output-on-failure -L integration
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+bench: build
+	@scripts/bench.sh $(BUILD)
+
+# Re-configures with PREFIX so that PREFIX=/usr puts the config in /etc (GNUInstallDirs).
+install: configure
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --install $(BUILD)
+
+lint: configure
+	@scripts/lint.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,30 @@
+// /etc/autoheal/autoheal.yaml: the node-local settings every autoheal program reads.
+// Unknown keys and bad values are errors that name file:line:column, so a typo never silently
+// turns a setting off.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "autoheal/core/result.h"
+
+namespace autoheal {
+
+struct Config {
+    std::string source;                                  // where it was read from, for messages
+    std::string log_file = "/var/log/autoheal/autoheal.log";
+    std::string log_level = "info";                      // trace|debug|info|warn|error
+};
+
+// Parses YAML text; `source_name` is used in messages ("autoheal.yaml:3:5: ...").
+Result<Config> ParseConfig(std::string_view text, std::string_view source_name);
+
+// Reads and parses a file (size-capped).
+Result<Config> LoadConfigFile(const std::string& path);
+
+// The config file a program uses: $AUTOHEAL_CONFIG if set, else <exe_dir>/../etc/autoheal/
+// autoheal.yaml if it exists (a relocated install such as the local test cluster), else
+// /etc/autoheal/autoheal.yaml. `exe_path` is the program's own path (/proc/self/exe).
+std::string FindConfigPath(const char* env_value, const std::string& exe_path);
+
+}  // namespace autoheal

@@ -1,0 +1,37 @@
+// Start-up shared by autoheal's programs (prolog, epilogs, CLI): find and load the config,
+// and send logs to the configured file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "autoheal/core/config.h"
+#include "autoheal/core/job_options.h"
+
+namespace autoheal {
+
+struct ProgramStart {
+    Config config;
+    std::string config_problem;  // non-empty when the config could not be used (defaults apply)
+};
+
+// Loads the config (see FindConfigPath) and installs the default spdlog logger, named after the
+// program, writing to config.log_file (its folder is created if missing). When the file cannot
+// be opened, logs go to stderr. Never throws.
+ProgramStart StartProgram(std::string_view program_name);
+
+// Looks variables up in this process's environment.
+EnvLookup ProcessEnvLookup();
+
+}  // namespace autoheal
+
+namespace autoheal {
+
+// The whole of a Prolog/Epilog/EpilogSlurmctld program that only reports: starts the program,
+// reads the Slurm script environment and logs it as one line
+// "autoheal: <area>: job seen: job=... node=... auto_resume=..." (plus one warning per option
+// value that failed validation). Returns the exit code: always 0, since nothing read here is
+// evidence against a node. Never throws.
+int ReportJobScript(std::string_view program_name, std::string_view area) noexcept;
+
+}  // namespace autoheal

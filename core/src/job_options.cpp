@@ -1,0 +1,172 @@
+#include "autoheal/core/job_options.h"
+
+#include <charconv>
+#include <climits>
+#include <filesystem>
+
+namespace autoheal {
+namespace {
+
+std::string Quote(std::string_view s) {
+    std::string out = "'";
+    for (char c : s) {
+        auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\x";
+            out += kHex[u >> 4];
+            out += kHex[u & 0xf];
+        } else {
+            out += c;
+        }
+    }
+    out += "'";
+    return out;
+}
+
+bool HasControlCharacter(std::string_view s) {
+    for (char c : s) {
+        auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) return true;
+    }
+    return false;
+}
+
+// Limits used when reading values back from the environment: the plugin enforced the site's
+// limits at submit; here only the shape is checked.
+constexpr OptionLimits kEnvLimits{.default_auto_resume = 1, .max_auto_resume = INT_MAX};
+
+}  // namespace
+
+std::string_view HealthTierName(HealthTier tier) {
+    switch (tier) {
+        case HealthTier::kOff: return "off";
+        case HealthTier::kQuick: return "quick";
+        case HealthTier::kFull: return "full";
+    }
+    return "off";
+}
+
+std::optional<HealthTier> HealthTierFromName(std::string_view name) {
+    for (HealthTier t : {HealthTier::kQuick, HealthTier::kFull, HealthTier::kOff}) {
+        if (HealthTierName(t) == name) return t;
+    }
+    return std::nullopt;
+}
+
+Result<int> ParseAutoResume(std::optional<std::string_view> value, const OptionLimits& limits) {
+    const std::string allowed =
+        "allowed values are a whole number from 1 to " + std::to_string(limits.max_auto_resume) +
+        ", or no value for " + std::to_string(limits.default_auto_resume);
+    if (!value.has_value()) return limits.default_auto_resume;
+    std::string_view v = *value;
+    int n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size()) {
+        return MakeError("--auto-resume: invalid value " + Quote(v) + ": " + allowed);
+    }
+    if (n < 1 || n > limits.max_auto_resume) {
+        return MakeError("--auto-resume: " + std::to_string(n) + " is out of range: " + allowed);
+    }
+    return n;
+}
+
+Result<std::string> ParseCkptDir(std::string_view value, std::string_view cwd) {
+    if (value.empty()) {
+        return MakeError("--ckpt-dir: a directory is required, e.g. --ckpt-dir=/scratch/run7");
+    }
+    if (HasControlCharacter(value)) {
+        return MakeError("--ckpt-dir: invalid value " + Quote(value) +
+                         ": control characters are not allowed in the path");
+    }
+    std::filesystem::path p{std::string(value)};
+    if (p.is_relative()) {
+        std::filesystem::path base{std::string(cwd)};
+        if (!base.is_absolute()) {
+            return MakeError("--ckpt-dir: " + Quote(value) +
+                             " is relative and the submit directory is unknown: give an "
+                             "absolute path");
+        }
+        p = base / p;
+    }
+    std::string normal = p.lexically_normal().string();
+    if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    if (normal.size() > kMaxCkptDirLength) {
+        return MakeError("--ckpt-dir: path is " + std::to_string(normal.size()) +
+                         " bytes long: at most " + std::to_string(kMaxCkptDirLength) +
+                         " are allowed");
+    }
+    if (normal == "/") {
+        return MakeError("--ckpt-dir: '/' is not a checkpoint directory");
+    }
+    return normal;
+}
+
+Result<HealthTier> ParseHealthCheck(std::string_view value) {
+    if (auto tier = HealthTierFromName(value)) return *tier;
+    return MakeError("--health-check: invalid value " + Quote(value) +
+                     ": allowed values are quick, full, off");
+}
+
+std::vector<std::pair<std::string, std::string>> ToJobControlEnv(const JobOptions& options) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (options.auto_resume) {
+        env.emplace_back(kEnvAutoResume, std::to_string(*options.auto_resume));
+    }
+    if (options.ckpt_dir) env.emplace_back(kEnvCkptDir, *options.ckpt_dir);
+    if (options.health_check) {
+        env.emplace_back(kEnvHealthCheck, HealthTierName(*options.health_check));
+    }
+    return env;
+}
+
+JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
+                             std::vector<std::string>* problems) {
+    JobOptions options;
+    auto get = [&](std::string_view name) { return lookup(std::string(prefix) + std::string(name)); };
+    auto report = [&](const std::string& message) {
+        if (problems != nullptr) problems->push_back(message);
+    };
+    if (auto v = get(kEnvAutoResume)) {
+        auto parsed = ParseAutoResume(std::string_view(*v), kEnvLimits);
+        if (parsed) {
+            options.auto_resume = *parsed;
+        } else {
+            report(parsed.error());
+        }
+    }
+    if (auto v = get(kEnvCkptDir)) {
+        // Recorded values are already absolute; a relative one is refused here.
+        auto parsed = ParseCkptDir(*v, "");
+        if (parsed) {
+            options.ckpt_dir = *parsed;
+        } else {
+            report(parsed.error());
+        }
+    }
+    if (auto v = get(kEnvHealthCheck)) {
+        auto parsed = ParseHealthCheck(*v);
+        if (parsed) {
+            options.health_check = *parsed;
+        } else {
+            report(parsed.error());
+        }
+    }
+    return options;
+}
+
+std::optional<std::string> LookupEnvArray(const char* const* env, std::size_t count,
+                                          std::string_view name) {
+    if (env == nullptr) return std::nullopt;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (env[i] == nullptr) continue;
+        std::string_view entry{env[i]};
+        if (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
+            entry[name.size()] == '=') {
+            return std::string(entry.substr(name.size() + 1));
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace autoheal

@@ -1,0 +1,138 @@
+#include "autoheal/core/job_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace autoheal {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseAutoResume, BareOptionUsesSiteDefault) {
+    OptionLimits limits{.default_auto_resume = 4, .max_auto_resume = 10};
+    auto r = ParseAutoResume(std::nullopt, limits);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(*r, 4);
+}
+
+TEST(ParseAutoResume, AcceptsNumbersInRange) {
+    OptionLimits limits;
+    EXPECT_EQ(*ParseAutoResume("1", limits), 1);
+    EXPECT_EQ(*ParseAutoResume("10", limits), 10);
+}
+
+TEST(ParseAutoResume, RefusesOutOfRangeNamingOptionAndRange) {
+    OptionLimits limits{.default_auto_resume = 3, .max_auto_resume = 5};
+    for (const char* bad : {"0", "6", "-1", "99999999999"}) {
+        auto r = ParseAutoResume(bad, limits);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("--auto-resume"));
+        EXPECT_THAT(r.error(), HasSubstr("from 1 to 5"));
+    }
+}
+
+TEST(ParseAutoResume, RefusesNonNumbers) {
+    OptionLimits limits;
+    for (const char* bad : {"", "yes", "3x", " 3", "3.0", "+3"}) {
+        auto r = ParseAutoResume(bad, limits);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("--auto-resume: invalid value"));
+    }
+}
+
+TEST(ParseHealthCheck, AcceptsTheThreeTiers) {
+    EXPECT_EQ(*ParseHealthCheck("quick"), HealthTier::kQuick);
+    EXPECT_EQ(*ParseHealthCheck("full"), HealthTier::kFull);
+    EXPECT_EQ(*ParseHealthCheck("off"), HealthTier::kOff);
+}
+
+TEST(ParseHealthCheck, RefusesOthersListingAllowedValues) {
+    for (const char* bad : {"fast", "", "Quick", "quick "}) {
+        auto r = ParseHealthCheck(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("--health-check"));
+        EXPECT_THAT(r.error(), HasSubstr("allowed values are quick, full, off"));
+    }
+}
+
+TEST(ParseHealthCheck, EscapesControlCharactersInMessage) {
+    auto r = ParseHealthCheck("a\nb");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), HasSubstr("'a\\x0ab'"));
+}
+
+TEST(ParseCkptDir, KeepsAbsoluteAndNormalises) {
+    EXPECT_EQ(*ParseCkptDir("/scratch/run7", "/home/u"), "/scratch/run7");
+    EXPECT_EQ(*ParseCkptDir("/scratch//run7/./a/../", "/home/u"), "/scratch/run7");
+}
+
+TEST(ParseCkptDir, ResolvesRelativeAgainstSubmitDirectory) {
+    EXPECT_EQ(*ParseCkptDir("ckpt", "/home/u/proj"), "/home/u/proj/ckpt");
+    EXPECT_EQ(*ParseCkptDir("../ckpt", "/home/u/proj"), "/home/u/ckpt");
+}
+
+TEST(ParseCkptDir, RefusesBadPaths) {
+    EXPECT_FALSE(ParseCkptDir("", "/home").ok());
+    EXPECT_FALSE(ParseCkptDir("/a\nb", "/home").ok());
+    EXPECT_FALSE(ParseCkptDir("/", "/home").ok());
+    EXPECT_FALSE(ParseCkptDir("/../..", "/home").ok());
+    EXPECT_FALSE(ParseCkptDir("rel", "").ok());
+    EXPECT_FALSE(ParseCkptDir("/" + std::string(kMaxCkptDirLength + 1, 'a'), "/").ok());
+    auto r = ParseCkptDir("x\ty", "/home");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), HasSubstr("--ckpt-dir"));
+}
+
+TEST(JobControlEnv, RoundTripsThroughSpankPrefix) {
+    JobOptions options{.auto_resume = 3, .ckpt_dir = "/scratch/a b", .health_check =
+                                                                         HealthTier::kFull};
+    std::map<std::string, std::string, std::less<>> env;
+    for (auto& [k, v] : ToJobControlEnv(options)) env["SPANK_" + k] = v;
+    EXPECT_EQ(env.at("SPANK_AUTOHEAL_AUTO_RESUME"), "3");
+    EXPECT_EQ(env.at("SPANK_AUTOHEAL_HEALTH_CHECK"), "full");
+    std::vector<std::string> problems;
+    auto back = JobOptionsFromEnv(
+        [&](std::string_view name) -> std::optional<std::string> {
+            auto it = env.find(name);
+            if (it == env.end()) return std::nullopt;
+            return it->second;
+        },
+        "SPANK_", &problems);
+    EXPECT_EQ(back, options);
+    EXPECT_TRUE(problems.empty());
+}
+
+TEST(JobControlEnv, UnsetOptionsRecordNothing) {
+    EXPECT_TRUE(ToJobControlEnv(JobOptions{}).empty());
+}
+
+TEST(JobControlEnv, DropsAndReportsTamperedValues) {
+    std::vector<std::string> problems;
+    auto back = JobOptionsFromEnv(
+        [](std::string_view name) -> std::optional<std::string> {
+            if (name == "AUTOHEAL_AUTO_RESUME") return "lots";
+            if (name == "AUTOHEAL_CKPT_DIR") return "relative/dir";
+            if (name == "AUTOHEAL_HEALTH_CHECK") return "quick";
+            return std::nullopt;
+        },
+        "", &problems);
+    EXPECT_FALSE(back.auto_resume.has_value());
+    EXPECT_FALSE(back.ckpt_dir.has_value());
+    EXPECT_EQ(back.health_check, HealthTier::kQuick);
+    EXPECT_EQ(problems.size(), 2u);
+}
+
+TEST(LookupEnvArray, FindsExactNamesOnly) {
+    const char* env[] = {"AUTOHEAL_AUTO_RESUMEX=9", "AUTOHEAL_AUTO_RESUME=2", nullptr,
+                         "_SLURM_SPANK_OPTION_autoheal_auto_resume=2"};
+    EXPECT_EQ(LookupEnvArray(env, 4, "AUTOHEAL_AUTO_RESUME"), "2");
+    EXPECT_EQ(LookupEnvArray(env, 4, "AUTOHEAL_CKPT_DIR"), std::nullopt);
+    EXPECT_EQ(LookupEnvArray(nullptr, 0, "X"), std::nullopt);
+    const char* empty_value[] = {"X="};
+    EXPECT_EQ(LookupEnvArray(empty_value, 1, "X"), "");
+}
+
+}  // namespace
+}  // namespace autoheal

@@ -1,0 +1,33 @@
+// State of the SPANK plugin inside one Slurm process. Slurm loads the plugin once per process
+// (sbatch, salloc, srun, slurmstepd, the spank prolog/epilog process) and calls it from one
+// thread, so plain process-wide state is enough.
+#pragma once
+
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include "autoheal/core/job_options.h"
+#include "autoheal/core/plugin_args.h"
+
+namespace autoheal::spank {
+
+struct State {
+    PluginArgs args;
+    JobOptions options;  // what the user asked for, validated
+};
+
+State& GetState();
+
+// Log sink for CallGuarded: slurm_error with the plugin's prefix.
+void LogGuardFailure(const char* where, const char* what);
+
+// Registers the options in slurm_spank_init. Returns 0 or -1.
+int RegisterOptions(spank_t sp);
+
+// Allocator and local contexts (sbatch/salloc, srun creating an allocation): record the
+// validated options with spank_job_control_setenv so job_submit, the prolog and the epilogs
+// see them.
+int RecordJobControlEnv(spank_t sp);
+
+}  // namespace autoheal::spank

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Starts a real Slurm cluster on this machine: munged, slurmctld and N slurmd (slurmd -N nodeX,
+# each on its own port), two fake GPUs per node declared as GRES, a two-leaf topology, and
+# autoheal's plugins and prolog/epilog programs installed from the build folder. Waits until
+# every node is idle. All state lives in AUTOHEAL_CLUSTER_DIR; stop.sh stops it all by PID.
+#
+# Anything left by an earlier run of the same folder (even one that was killed) is stopped
+# first. On failure the daemons are stopped and the log tails printed.
+#
+# Use it:  eval "$(tests/cluster/start.sh)"   # prints `export SLURM_CONF=...` on stdout
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+[ "$(id -u)" -eq 0 ] || { log "must run as root (slurmd runs jobs as their users)"; exit 1; }
+[ "$cluster_nodes" -ge 4 ] || { log "AUTOHEAL_CLUSTER_NODES must be at least 4"; exit 1; }
+for prog in autoheal-prolog autoheal-epilog autoheal-epilog-ctld; do
+    [ -x "$build_dir/bin/$prog" ] || { log "missing $build_dir/bin/$prog: run make first"; exit 1; }
+done
+for plugin in spank_autoheal.so job_submit_autoheal.so; do
+    [ -f "$build_dir/plugins/$plugin" ] || { log "missing $build_dir/plugins/$plugin: run make first"; exit 1; }
+done
+
+"$repo_root/tests/cluster/stop.sh"
+
+failed() {
+    local rc=$?
+    log "start failed (exit $rc); log tails follow"
+    for f in "$cluster_dir"/log/*.log; do
+        [ -f "$f" ] && { echo "==> $f <==" >&2; tail -n 15 "$f" >&2; }
+    done
+    "$repo_root/tests/cluster/stop.sh"
+    exit "$rc"
+}
+trap failed ERR
+
+host=$(hostname -s)
+last=$cluster_nodes
+rm -rf "$cluster_dir"
+mkdir -p "$cluster_dir"/{etc/autoheal,bin,lib,log,run/own,ctld,spool,dev,munge/key,state}
+chmod 755 "$cluster_dir" "$cluster_dir/munge"
+chmod 700 "$cluster_dir/munge/key"
+
+# --- autoheal, installed from the build folder (copied: a rebuild never changes a running cluster)
+cp "$build_dir"/bin/autoheal-prolog "$build_dir"/bin/autoheal-epilog \
+    "$build_dir"/bin/autoheal-epilog-ctld "$cluster_dir/bin/"
+[ -x "$build_dir/bin/autoheal" ] && cp "$build_dir/bin/autoheal" "$cluster_dir/bin/"
+cp "$build_dir"/plugins/*.so "$cluster_dir/lib/"
+# The programs find this config next to their install prefix (bin/../etc/autoheal).
+cat >"$cluster_dir/etc/autoheal/autoheal.yaml" <<CONF
+# autoheal settings for the local test cluster
+log_file: $cluster_dir/log/autoheal.log
+log_level: debug
+CONF
+
+# --- fake GPUs: character devices with NVIDIA's major number, two per node
+for i in $(seq 1 "$cluster_nodes"); do
+    mkdir -p "$cluster_dir/dev/node$i"
+    for g in 0 1; do mknod "$cluster_dir/dev/node$i/nvidia$g" c 195 "$g"; done
+done
+
+# --- Slurm configuration
+cat >"$cluster_dir/etc/slurm.conf" <<CONF
+ClusterName=autoheal-lab
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$cluster_dir/munge/munged.socket,cred_expire=5
+StateSaveLocation=$cluster_dir/ctld
+SlurmdSpoolDir=$cluster_dir/spool/%n
+SlurmctldPidFile=$cluster_dir/run/own/slurmctld.pid
+SlurmdPidFile=$cluster_dir/run/own/slurmd-%n.pid
+SlurmctldLogFile=$cluster_dir/log/slurmctld.log
+SlurmdLogFile=$cluster_dir/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,bf_interval=1,sched_interval=2,nohold_on_prolog_fail
+MailProg=/bin/true
+ReturnToService=2
+SlurmdTimeout=30
+MinJobAge=600
+PrologFlags=Alloc
+Prolog=$cluster_dir/bin/autoheal-prolog
+Epilog=$cluster_dir/bin/autoheal-epilog
+EpilogSlurmctld=$cluster_dir/bin/autoheal-epilog-ctld
+PrologEpilogTimeout=120
+PlugStackConfig=$cluster_dir/etc/plugstack.conf
+JobSubmitPlugins=autoheal
+PluginDir=/usr/lib/x86_64-linux-gnu/slurm-wlm:$cluster_dir/lib
+TopologyPlugin=topology/tree
+GresTypes=gpu
+NodeName=node[1-$last] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$slurmd_port_base-$((slurmd_port_base + last - 1))] CPUs=2 RealMemory=1000 Gres=gpu:2 State=UNKNOWN
+PartitionName=gpu Nodes=node[1-$last] Default=YES MaxTime=INFINITE State=UP
+CONF
+{
+    echo "AutoDetect=off"
+    for i in $(seq 1 "$cluster_nodes"); do
+        echo "NodeName=node$i Name=gpu File=$cluster_dir/dev/node$i/nvidia[0-1]"
+    done
+} >"$cluster_dir/etc/gres.conf"
+half=$((cluster_nodes / 2))
+cat >"$cluster_dir/etc/topology.conf" <<CONF
+SwitchName=leaf1 Nodes=node[1-$half]
+SwitchName=leaf2 Nodes=node[$((half + 1))-$last]
+SwitchName=spine Switches=leaf[1-2]
+CONF
+cat >"$cluster_dir/etc/plugstack.conf" <<CONF
+required $cluster_dir/lib/spank_autoheal.so max_auto_resume=10 default_auto_resume=3
+CONF
+cat >"$cluster_dir/env" <<CONF
+export SLURM_CONF=$cluster_dir/etc/slurm.conf
+CONF
+export SLURM_CONF=$cluster_dir/etc/slurm.conf
+export AUTOHEAL_CLUSTER_DIR=$cluster_dir
+
+# Starts a daemon in the foreground mode of its own session, records its PID.
+spawn() {
+    local name=$1; shift
+    setsid "$@" </dev/null >>"$cluster_dir/log/$name.out" 2>&1 &
+    echo $! >"$cluster_dir/run/$name.pid"
+}
+
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+    local limit=$1 what=$2; shift 2
+    local deadline=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then log "timed out after ${limit}s waiting for $what"; return 1; fi
+        sleep 0.2
+    done
+}
+
+# --- munge
+mungekey -c -k "$cluster_dir/munge/key/munge.key" >/dev/null 2>&1
+chmod 600 "$cluster_dir/munge/key/munge.key"
+spawn munged munged -F --key-file="$cluster_dir/munge/key/munge.key" \
+    --socket="$cluster_dir/munge/munged.socket" --pid-file="$cluster_dir/run/own/munged.pid" \
+    --seed-file="$cluster_dir/munge/key/munged.seed" --log-file="$cluster_dir/log/munged.log"
+wait_for 10 "munged's socket" test -S "$cluster_dir/munge/munged.socket"
+
+# --- slurmctld, then the nodes
+spawn slurmctld slurmctld -D -c -i -f "$SLURM_CONF"
+wait_for 30 "slurmctld to answer" bash -c 'scontrol ping | grep -q "is UP"'
+for i in $(seq 1 "$cluster_nodes"); do
+    spawn "slurmd-node$i" slurmd -D -N "node$i" -f "$SLURM_CONF"
+done
+
+all_idle() {
+    local states
+    states=$(sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
+    [ "$(grep -c ' idle$' <<<"$states")" -eq "$cluster_nodes" ]
+}
+wait_for 60 "all $cluster_nodes nodes to be idle" all_idle
+trap - ERR
+log "up: $cluster_nodes nodes idle, state in $cluster_dir"
+cat "$cluster_dir/env"

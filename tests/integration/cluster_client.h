@@ -1,0 +1,40 @@
+// Talks to the local test cluster the way a user does: by running sbatch, squeue and scontrol
+// (no shell: argv goes straight to execvp). SLURM_CONF comes from AUTOHEAL_CLUSTER_DIR.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autoheal::testing {
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs argv with SLURM_CONF set for the test cluster; `cwd` if given. Captures output.
+CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& cwd = "");
+
+std::string ClusterDir();
+
+// Submits a batch script (written to a file under the cluster folder) with extra sbatch
+// arguments; returns the job id, or nullopt with the result on failure.
+std::optional<std::string> Submit(const std::vector<std::string>& sbatch_args,
+                                  const std::string& script, CommandResult* result = nullptr);
+
+// `scontrol show job -o ID` parsed into Key=Value pairs (values without spaces only).
+std::map<std::string, std::string> ShowJob(const std::string& job_id);
+
+// Polls until pred() is true or the deadline passes; returns pred()'s last value.
+bool WaitUntil(const std::function<bool()>& pred,
+               std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+// Reads the whole autoheal log written by the prolog/epilog programs.
+std::string AutohealLog();
+
+}  // namespace autoheal::testing

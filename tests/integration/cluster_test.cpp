@@ -1,0 +1,149 @@
+// End-to-end checks of the foundation on the real local cluster: options registered with
+// sbatch, bad values refused at submit, job_submit forcing requeue, and the options reaching
+// the prolog, the epilog and EpilogSlurmctld.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cluster_client.h"
+
+namespace autoheal::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char* kQuickScript = "#!/bin/bash\necho running on $(hostname)\nenv | grep AUTOHEAL || true\n";
+
+bool JobFinished(const std::string& id) {
+    auto state = ShowJob(id)["JobState"];
+    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+}
+
+// Lines of the autoheal log that mention this job in one area ("prolog", "epilog-ctld", ...).
+std::vector<std::string> LogLines(const std::string& area, const std::string& job_id) {
+    std::vector<std::string> lines;
+    std::istringstream in(AutohealLog());
+    std::string line;
+    const std::string want_area = "autoheal: " + area + ": job seen: job=" + job_id + " ";
+    while (std::getline(in, line)) {
+        if (line.find(want_area) != std::string::npos) lines.push_back(line);
+    }
+    return lines;
+}
+
+TEST(Options, SbatchHelpListsThem) {
+    CommandResult r = RunCommand({"sbatch", "--help"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("--auto-resume=N"));
+    EXPECT_THAT(r.out, HasSubstr("--ckpt-dir=DIR"));
+    EXPECT_THAT(r.out, HasSubstr("--health-check=quick|full|off"));
+    EXPECT_THAT(r.out, HasSubstr("[autoheal]"));
+}
+
+TEST(Options, BadHealthCheckIsRefusedWithAllowedValues) {
+    CommandResult r;
+    auto id = Submit({"--health-check=fast"}, kQuickScript, &r);
+    EXPECT_FALSE(id.has_value()) << "job " << r.out << " was accepted";
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_THAT(r.err, HasSubstr("--health-check: invalid value 'fast'"));
+    EXPECT_THAT(r.err, HasSubstr("allowed values are quick, full, off"));
+}
+
+TEST(Options, BadAutoResumeIsRefusedWithRange) {
+    for (const char* bad : {"--auto-resume=0", "--auto-resume=many", "--auto-resume=11"}) {
+        CommandResult r;
+        auto id = Submit({bad}, kQuickScript, &r);
+        EXPECT_FALSE(id.has_value()) << bad;
+        EXPECT_THAT(r.err, HasSubstr("--auto-resume")) << bad;
+        EXPECT_THAT(r.err, HasSubstr("from 1 to 10")) << bad;
+    }
+}
+
+TEST(Options, EmptyCheckpointDirIsRefused) {
+    CommandResult r;
+    EXPECT_FALSE(Submit({"--ckpt-dir="}, kQuickScript, &r).has_value());
+    EXPECT_THAT(r.err, HasSubstr("--ckpt-dir"));
+}
+
+TEST(JobSubmit, AutoResumeJobGetsRequeueAndRunsOnTwoNodes) {
+    CommandResult r;
+    auto id = Submit({"-N", "2", "--gpus-per-node=2", "--no-requeue", "--auto-resume=2",
+                      "--ckpt-dir=ckpt", "--health-check=full"},
+                     kQuickScript, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    EXPECT_EQ(ShowJob(*id)["Requeue"], "1") << "job_submit did not force requeue";
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); })) << ShowJob(*id)["JobState"];
+    auto job = ShowJob(*id);
+    EXPECT_EQ(job["JobState"], "COMPLETED");
+    EXPECT_EQ(job["NumNodes"], "2");
+    EXPECT_EQ(job["Requeue"], "1");
+
+    // The batch step sees the recorded options too (Slurm adds SLURM_SPANK_).
+    std::ifstream out(ClusterDir() + "/state/slurm-" + *id + ".out");
+    std::stringstream ss;
+    ss << out.rdbuf();
+    EXPECT_THAT(ss.str(), HasSubstr("SLURM_SPANK_AUTOHEAL_AUTO_RESUME=2"));
+    EXPECT_THAT(ss.str(), HasSubstr("SLURM_SPANK_AUTOHEAL_CKPT_DIR=" + ClusterDir() +
+                                    "/state/ckpt"));
+}
+
+TEST(JobSubmit, JobWithoutAutoResumeIsLeftAlone) {
+    CommandResult r;
+    auto id = Submit({"--no-requeue"}, kQuickScript, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    EXPECT_EQ(ShowJob(*id)["Requeue"], "0");
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+}
+
+TEST(Scripts, OptionsReachPrologEpilogAndEpilogSlurmctld) {
+    CommandResult r;
+    auto id = Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume", "--ckpt-dir=/scratch/run 7",
+                      "--health-check=quick"},
+                     kQuickScript, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return !LogLines("epilog-ctld", *id).empty(); }))
+        << AutohealLog();
+    ASSERT_TRUE(WaitUntil([&] { return LogLines("epilog", *id).size() == 2; }))
+        << AutohealLog();
+
+    const std::string options =
+        "auto_resume=3 ckpt_dir=\"/scratch/run 7\" health_check=quick";
+    auto prologs = LogLines("prolog", *id);
+    ASSERT_EQ(prologs.size(), 2u) << AutohealLog();
+    std::set<std::string> nodes;
+    for (const std::string& line : prologs) {
+        EXPECT_THAT(line, HasSubstr(options));
+        EXPECT_THAT(line, HasSubstr("gpus=0"));  // one fake GPU requested per node
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(line, m, std::regex(" node=(node[0-9]+) ")));
+        nodes.insert(m[1]);
+    }
+    EXPECT_EQ(nodes.size(), 2u) << "prolog should run on each allocated node";
+    for (const std::string& line : LogLines("epilog", *id)) {
+        EXPECT_THAT(line, HasSubstr(options));
+        EXPECT_THAT(line, HasSubstr("exit_code=0"));
+    }
+    auto ctld = LogLines("epilog-ctld", *id);
+    ASSERT_EQ(ctld.size(), 1u);
+    EXPECT_THAT(ctld[0], HasSubstr(options));
+    EXPECT_THAT(ctld[0], Not(HasSubstr(" node=")));
+}
+
+TEST(Scripts, JobWithoutOptionsShowsDefaults) {
+    CommandResult r;
+    auto id = Submit({}, kQuickScript, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return !LogLines("epilog-ctld", *id).empty(); }));
+    auto prologs = LogLines("prolog", *id);
+    ASSERT_EQ(prologs.size(), 1u);
+    EXPECT_THAT(prologs[0], HasSubstr("auto_resume=off ckpt_dir=\"\" health_check=default"));
+}
+
+}  // namespace
+}  // namespace autoheal::testing
