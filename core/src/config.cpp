@@ -54,8 +54,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
                     bool known = false;
                     for (const char* level : kLevels) known = known || s == level;
                     if (!known) {
-                        return MakeError(Where(source_name, value.Mark()) +
-                                         ": log_level: '" + s +
+                        return MakeError(Where(source_name, value.Mark()) + ": log_level: '" + s +
                                          "' is not one of trace, debug, info, warn, error");
                     }
                     config.log_level = s;

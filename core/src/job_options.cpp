@@ -40,9 +40,12 @@ constexpr OptionLimits kEnvLimits{.default_auto_resume = 1, .max_auto_resume = I
 
 std::string_view HealthTierName(HealthTier tier) {
     switch (tier) {
-        case HealthTier::kOff: return "off";
-        case HealthTier::kQuick: return "quick";
-        case HealthTier::kFull: return "full";
+        case HealthTier::kOff:
+            return "off";
+        case HealthTier::kQuick:
+            return "quick";
+        case HealthTier::kFull:
+            return "full";
     }
     return "off";
 }
@@ -55,9 +58,9 @@ std::optional<HealthTier> HealthTierFromName(std::string_view name) {
 }
 
 Result<int> ParseAutoResume(std::optional<std::string_view> value, const OptionLimits& limits) {
-    const std::string allowed =
-        "allowed values are a whole number from 1 to " + std::to_string(limits.max_auto_resume) +
-        ", or no value for " + std::to_string(limits.default_auto_resume);
+    const std::string allowed = "allowed values are a whole number from 1 to " +
+                                std::to_string(limits.max_auto_resume) + ", or no value for " +
+                                std::to_string(limits.default_auto_resume);
     if (!value.has_value()) return limits.default_auto_resume;
     std::string_view v = *value;
     int n = 0;
@@ -123,7 +126,9 @@ std::vector<std::pair<std::string, std::string>> ToJobControlEnv(const JobOption
 JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
                              std::vector<std::string>* problems) {
     JobOptions options;
-    auto get = [&](std::string_view name) { return lookup(std::string(prefix) + std::string(name)); };
+    auto get = [&](std::string_view name) {
+        return lookup(std::string(prefix) + std::string(name));
+    };
     auto report = [&](const std::string& message) {
         if (problems != nullptr) problems->push_back(message);
     };

@@ -41,10 +41,9 @@ PluginArgsParse ParsePluginArgs(const std::vector<std::string>& argv) {
             }
         } else if (key == "default_auto_resume") {
             if (!ParseWholeNumber(value, 1, kHardMaxAutoResume, &limits.default_auto_resume)) {
-                result.problems.push_back("default_auto_resume: invalid value '" +
-                                          std::string(value) +
-                                          "': expected a whole number from 1 to " +
-                                          std::to_string(kHardMaxAutoResume));
+                result.problems.push_back(
+                    "default_auto_resume: invalid value '" + std::string(value) +
+                    "': expected a whole number from 1 to " + std::to_string(kHardMaxAutoResume));
             }
         } else {
             result.problems.push_back("unknown argument '" + std::string(key) +
@@ -52,11 +51,10 @@ PluginArgsParse ParsePluginArgs(const std::vector<std::string>& argv) {
         }
     }
     if (limits.default_auto_resume > limits.max_auto_resume) {
-        result.problems.push_back("default_auto_resume=" +
-                                  std::to_string(limits.default_auto_resume) +
-                                  " is above max_auto_resume=" +
-                                  std::to_string(limits.max_auto_resume) + "; using " +
-                                  std::to_string(limits.max_auto_resume));
+        result.problems.push_back(
+            "default_auto_resume=" + std::to_string(limits.default_auto_resume) +
+            " is above max_auto_resume=" + std::to_string(limits.max_auto_resume) + "; using " +
+            std::to_string(limits.max_auto_resume));
         limits.default_auto_resume = limits.max_auto_resume;
     }
     return result;

@@ -37,8 +37,8 @@ ProgramStart StartProgram(std::string_view program_name) {
         logger = spdlog::basic_logger_mt(name, start.config.log_file);
     } catch (const std::exception& e) {
         logger = spdlog::stderr_logger_mt(name + "-stderr");
-        logger->warn("autoheal: log: cannot open {}: {}: logging to stderr",
-                     start.config.log_file, e.what());
+        logger->warn("autoheal: log: cannot open {}: {}: logging to stderr", start.config.log_file,
+                     e.what());
     }
     logger->set_pattern(std::string("%Y-%m-%dT%H:%M:%S.%e%z ") + name + "[%P] %l: %v");
     logger->set_level(spdlog::level::from_str(start.config.log_level));
@@ -69,8 +69,7 @@ int ReportJobScript(std::string_view program_name, std::string_view area) noexce
         StartProgram(program_name);
         ScriptContext ctx = ReadScriptContext(ProcessEnvLookup());
         for (const std::string& problem : ctx.problems) {
-            spdlog::warn("autoheal: {}: ignoring job option: {} job={}", area, problem,
-                         ctx.job_id);
+            spdlog::warn("autoheal: {}: ignoring job option: {} job={}", area, problem, ctx.job_id);
         }
         spdlog::info("autoheal: {}: job seen: {}", area, DescribeScriptContext(ctx));
     } catch (const std::exception&) {

@@ -54,8 +54,7 @@ TEST(FindConfigPath, PrefersEnvironmentThenRelocatedInstall) {
     std::filesystem::remove_all(root);
     std::filesystem::create_directories(root / "bin");
     std::filesystem::create_directories(root / "etc/autoheal");
-    EXPECT_EQ(FindConfigPath(nullptr, (root / "bin/prog").string()),
-              "/etc/autoheal/autoheal.yaml");
+    EXPECT_EQ(FindConfigPath(nullptr, (root / "bin/prog").string()), "/etc/autoheal/autoheal.yaml");
     std::ofstream(root / "etc/autoheal/autoheal.yaml") << "log_level: info\n";
     EXPECT_EQ(FindConfigPath("", (root / "bin/prog").string()),
               (root / "etc/autoheal/autoheal.yaml").string());

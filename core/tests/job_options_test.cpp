@@ -86,8 +86,8 @@ TEST(ParseCkptDir, RefusesBadPaths) {
 }
 
 TEST(JobControlEnv, RoundTripsThroughSpankPrefix) {
-    JobOptions options{.auto_resume = 3, .ckpt_dir = "/scratch/a b", .health_check =
-                                                                         HealthTier::kFull};
+    JobOptions options{
+        .auto_resume = 3, .ckpt_dir = "/scratch/a b", .health_check = HealthTier::kFull};
     std::map<std::string, std::string, std::less<>> env;
     for (auto& [k, v] : ToJobControlEnv(options)) env["SPANK_" + k] = v;
     EXPECT_EQ(env.at("SPANK_AUTOHEAL_AUTO_RESUME"), "3");

@@ -43,7 +43,7 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid) {
     if (decision.force_requeue) job_desc->requeue = 1;
     if (!decision.note.empty()) {
         info("autoheal: job_submit: uid=%u name=%s: %s", submit_uid,
-                job_desc->name != nullptr ? job_desc->name : "", decision.note.c_str());
+             job_desc->name != nullptr ? job_desc->name : "", decision.note.c_str());
     }
     return SLURM_SUCCESS;
 }
@@ -53,22 +53,21 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid) {
 
 extern "C" {
 
-AUTOHEAL_EXPORT int init(void) noexcept {
+AUTOHEAL_EXPORT int init(void) {
     info("autoheal: job_submit: loaded");
     return SLURM_SUCCESS;
 }
 
-AUTOHEAL_EXPORT int fini(void) noexcept { return SLURM_SUCCESS; }
+AUTOHEAL_EXPORT int fini(void) { return SLURM_SUCCESS; }
 
-AUTOHEAL_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid,
-                               char** err_msg) noexcept {
+AUTOHEAL_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     using namespace autoheal;
     return plugin::CallGuarded("job_submit", SLURM_SUCCESS, job_submit::LogGuardFailure,
                                [&] { return job_submit::Submit(job_desc, submit_uid); });
 }
 
 AUTOHEAL_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr,
-                               uint32_t submit_uid) noexcept {
+                               uint32_t submit_uid) {
     return SLURM_SUCCESS;
 }
 

@@ -64,13 +64,13 @@ int InitPostOpt(spank_t sp) {
 
 extern "C" {
 
-AUTOHEAL_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) noexcept {
+AUTOHEAL_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     using namespace autoheal;
     return plugin::CallGuarded("init", 0, spank::LogGuardFailure,
                                [&] { return spank::Init(sp, ac, av); });
 }
 
-AUTOHEAL_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) noexcept {
+AUTOHEAL_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     using namespace autoheal;
     return plugin::CallGuarded("init_post_opt", 0, spank::LogGuardFailure,
                                [&] { return spank::InitPostOpt(sp); });

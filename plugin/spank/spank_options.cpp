@@ -30,8 +30,7 @@ int HandleOption(int val, const char* optarg, int remote) {
     State& state = GetState();
     switch (val) {
         case kAutoResume: {
-            auto value = optarg != nullptr ? std::optional<std::string_view>(optarg)
-                                           : std::nullopt;
+            auto value = optarg != nullptr ? std::optional<std::string_view>(optarg) : std::nullopt;
             auto parsed = ParseAutoResume(value, state.args.limits);
             if (!parsed) return Refuse(parsed.error());
             state.options.auto_resume = *parsed;
@@ -85,8 +84,7 @@ int RegisterOptions(spank_t sp) {
     for (spank_option& opt : options_table) {
         spank_err_t rc = spank_option_register(sp, &opt);
         if (rc != ESPANK_SUCCESS) {
-            slurm_error("autoheal: spank: cannot register --%s: %s", opt.name,
-                        spank_strerror(rc));
+            slurm_error("autoheal: spank: cannot register --%s: %s", opt.name, spank_strerror(rc));
             return -1;
         }
     }
@@ -98,8 +96,7 @@ int RecordJobControlEnv(spank_t sp) {
         spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);
         // srun inside an existing allocation has no job-control environment to write.
         if (rc != ESPANK_SUCCESS && rc != ESPANK_NOT_LOCAL && rc != ESPANK_NOT_AVAIL) {
-            slurm_error("autoheal: spank: cannot record %s: %s", name.c_str(),
-                        spank_strerror(rc));
+            slurm_error("autoheal: spank: cannot record %s: %s", name.c_str(), spank_strerror(rc));
         }
     }
     return 0;

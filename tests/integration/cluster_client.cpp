@@ -31,6 +31,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
         if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
         putenv(const_cast<char*>(conf.c_str()));
         std::vector<char*> args;
+        args.reserve(argv.size() + 1);
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);
         execvp(args[0], args.data());
@@ -68,12 +69,11 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 std::optional<std::string> Submit(const std::vector<std::string>& sbatch_args,
                                   const std::string& script, CommandResult* result) {
     static int counter = 0;
-    const std::string path =
-        ClusterDir() + "/state/job-" + std::to_string(getpid()) + "-" +
-        std::to_string(counter++) + ".sh";
+    const std::string path = ClusterDir() + "/state/job-" + std::to_string(getpid()) + "-" +
+                             std::to_string(counter++) + ".sh";
     std::ofstream(path) << script;
-    std::vector<std::string> argv{"sbatch", "--parsable", "--output=" + ClusterDir() +
-                                                              "/state/slurm-%j.out"};
+    std::vector<std::string> argv{"sbatch", "--parsable",
+                                  "--output=" + ClusterDir() + "/state/slurm-%j.out"};
     argv.insert(argv.end(), sbatch_args.begin(), sbatch_args.end());
     argv.push_back(path);
     CommandResult r = RunCommand(argv, ClusterDir() + "/state");

@@ -17,7 +17,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const char* kQuickScript = "#!/bin/bash\necho running on $(hostname)\nenv | grep AUTOHEAL || true\n";
+const char* kQuickScript =
+    "#!/bin/bash\necho running on $(hostname)\nenv | grep AUTOHEAL || true\n";
 
 bool JobFinished(const std::string& id) {
     auto state = ShowJob(id)["JobState"];
@@ -88,8 +89,8 @@ TEST(JobSubmit, AutoResumeJobGetsRequeueAndRunsOnTwoNodes) {
     std::stringstream ss;
     ss << out.rdbuf();
     EXPECT_THAT(ss.str(), HasSubstr("SLURM_SPANK_AUTOHEAL_AUTO_RESUME=2"));
-    EXPECT_THAT(ss.str(), HasSubstr("SLURM_SPANK_AUTOHEAL_CKPT_DIR=" + ClusterDir() +
-                                    "/state/ckpt"));
+    EXPECT_THAT(ss.str(),
+                HasSubstr("SLURM_SPANK_AUTOHEAL_CKPT_DIR=" + ClusterDir() + "/state/ckpt"));
 }
 
 TEST(JobSubmit, JobWithoutAutoResumeIsLeftAlone) {
@@ -107,13 +108,10 @@ TEST(Scripts, OptionsReachPrologEpilogAndEpilogSlurmctld) {
                       "--health-check=quick"},
                      kQuickScript, &r);
     ASSERT_TRUE(id.has_value()) << r.err;
-    ASSERT_TRUE(WaitUntil([&] { return !LogLines("epilog-ctld", *id).empty(); }))
-        << AutohealLog();
-    ASSERT_TRUE(WaitUntil([&] { return LogLines("epilog", *id).size() == 2; }))
-        << AutohealLog();
+    ASSERT_TRUE(WaitUntil([&] { return !LogLines("epilog-ctld", *id).empty(); })) << AutohealLog();
+    ASSERT_TRUE(WaitUntil([&] { return LogLines("epilog", *id).size() == 2; })) << AutohealLog();
 
-    const std::string options =
-        "auto_resume=3 ckpt_dir=\"/scratch/run 7\" health_check=quick";
+    const std::string options = "auto_resume=3 ckpt_dir=\"/scratch/run 7\" health_check=quick";
     auto prologs = LogLines("prolog", *id);
     ASSERT_EQ(prologs.size(), 2u) << AutohealLog();
     std::set<std::string> nodes;

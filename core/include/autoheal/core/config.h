@@ -11,9 +11,9 @@
 namespace autoheal {
 
 struct Config {
-    std::string source;                                  // where it was read from, for messages
+    std::string source;  // where it was read from, for messages
     std::string log_file = "/var/log/autoheal/autoheal.log";
-    std::string log_level = "info";                      // trace|debug|info|warn|error
+    std::string log_level = "info";  // trace|debug|info|warn|error
 };
 
 // Parses YAML text; `source_name` is used in messages ("autoheal.yaml:3:5: ...").

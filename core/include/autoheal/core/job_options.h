@@ -26,13 +26,13 @@ std::optional<HealthTier> HealthTierFromName(std::string_view name);
 
 // Site limits for the options, set by the admin in plugstack.conf.
 struct OptionLimits {
-    int default_auto_resume = 3;   // what a bare --auto-resume means
-    int max_auto_resume = 10;      // the most requeues a user may ask for
+    int default_auto_resume = 3;  // what a bare --auto-resume means
+    int max_auto_resume = 10;     // the most requeues a user may ask for
 };
 
 struct JobOptions {
-    std::optional<int> auto_resume;         // requeues allowed; absent = not opted in
-    std::optional<std::string> ckpt_dir;    // absolute, normalised
+    std::optional<int> auto_resume;       // requeues allowed; absent = not opted in
+    std::optional<std::string> ckpt_dir;  // absolute, normalised
     std::optional<HealthTier> health_check;
 
     bool operator==(const JobOptions&) const = default;

@@ -15,8 +15,8 @@ struct Error {
 
 template <typename T>
 class [[nodiscard]] Result {
-public:
-    Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  public:
+    Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
     Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
     bool ok() const { return std::holds_alternative<T>(v_); }
@@ -32,7 +32,7 @@ public:
     // REQUIRES: !ok()
     const std::string& error() const { return std::get<Error>(v_).message; }
 
-private:
+  private:
     std::variant<T, Error> v_;
 };
 

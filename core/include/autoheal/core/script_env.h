@@ -13,16 +13,16 @@ namespace autoheal {
 
 struct ScriptContext {
     std::string job_id;
-    std::string node;            // SLURMD_NODENAME (empty in EpilogSlurmctld)
+    std::string node;  // SLURMD_NODENAME (empty in EpilogSlurmctld)
     std::string user;
     std::string uid;
     std::string partition;
-    std::string nodelist;        // SLURM_JOB_NODELIST, else SLURM_NODELIST
-    std::string job_gpus;        // SLURM_JOB_GPUS
-    std::string restart_count;   // SLURM_JOB_RESTART_COUNT
-    std::string exit_code;       // SLURM_JOB_EXIT_CODE (epilogs only)
-    std::string script_context;  // SLURM_SCRIPT_CONTEXT, e.g. prolog_slurmd
-    JobOptions options;          // from SPANK_AUTOHEAL_*
+    std::string nodelist;               // SLURM_JOB_NODELIST, else SLURM_NODELIST
+    std::string job_gpus;               // SLURM_JOB_GPUS
+    std::string restart_count;          // SLURM_JOB_RESTART_COUNT
+    std::string exit_code;              // SLURM_JOB_EXIT_CODE (epilogs only)
+    std::string script_context;         // SLURM_SCRIPT_CONTEXT, e.g. prolog_slurmd
+    JobOptions options;                 // from SPANK_AUTOHEAL_*
     std::vector<std::string> problems;  // option values that failed validation
 };
 
