@@ -1,7 +1,37 @@
 // autoheal — the admin command line.
 #include <cstdio>
-#include <cstring>
+#include <filesystem>
 #include <string_view>
+
+#include "cli_common.h"
+
+namespace autoheal::cli {
+
+std::string SelfExe() {
+    std::error_code ec;
+    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : p.string();
+}
+
+std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>& paths) {
+    std::vector<std::string> use = paths;
+    if (use.empty()) use.push_back(diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"),
+                                                         SelfExe()));
+    diag::LoadedRules loaded = diag::LoadRuleFiles(use);
+    for (const std::string& e : loaded.read_errors) std::fprintf(stderr, "autoheal: rules: %s\n", e.c_str());
+    if (loaded.files.empty() && loaded.read_errors.empty()) {
+        std::fprintf(stderr, "autoheal: rules: no rule files in %s\n", use.front().c_str());
+        return std::nullopt;
+    }
+    if (!loaded.rules) {
+        std::fputs(loaded.result.Format().c_str(), stderr);
+        std::fprintf(stderr, "autoheal: rules: invalid; run `autoheal rules check` for details\n");
+        return std::nullopt;
+    }
+    return std::move(loaded.rules);
+}
+
+}  // namespace autoheal::cli
 
 namespace {
 
@@ -9,8 +39,12 @@ constexpr const char* kUsage =
     "usage: autoheal COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
-    "  version     print the version\n"
-    "  help        print this help\n";
+    "  classify [--json] [--node NAME] [--job ID] [--history FILE] [--rules PATH]... [FILE...|-]\n"
+    "                       diagnose logs (kernel log, job output, Slurm log, mixed)\n"
+    "  rules check [--json] PATH...     validate rule files or folders\n"
+    "  rules explain NAME               what a cause, rule or signature means and does\n"
+    "  rules patterns [--rules PATH]    the regex of every signature, one per line\n"
+    "  version                          print the version\n";
 
 }  // namespace
 
@@ -20,6 +54,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string_view cmd = argv[1];
+    std::vector<std::string> args(argv + 2, argv + argc);
+    try {
+        if (cmd == "classify") return autoheal::cli::Classify(args);
+        if (cmd == "rules") return autoheal::cli::Rules(args);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
+        return 1;
+    }
     if (cmd == "version" || cmd == "--version") {
         std::printf("autoheal %s\n", AUTOHEAL_VERSION);
         return 0;

@@ -16,6 +16,7 @@ packages=(
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
     libgtest-dev libgmock-dev
     libsqlite3-dev sqlite3 libcurl4-openssl-dev
+    libre2-dev libhyperscan-dev ripgrep clang libclang-rt-14-dev
 )
 
 cache_dir=${AUTOHEAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/autoheal}

@@ -1,0 +1,207 @@
+// autoheal classify: diagnose logs. Exit 0 whenever the input could be read (even when nothing
+// was found), 1 when an input or the rules could not be used, 2 on usage errors.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/scanner.h"
+#include "autoheal/diag/taxonomy.h"
+#include "cli_common.h"
+
+namespace autoheal::cli {
+namespace {
+
+constexpr const char* kClassifyUsage =
+    "usage: autoheal classify [--json] [--node NAME] [--job ID] [--history FILE]\n"
+    "                         [--rules PATH]... [FILE... | -]\n"
+    "  Reads the logs (standard input when none or '-'), names the interruption cause, the\n"
+    "  culprit and the plan. --history: JSON lines of earlier incidents\n"
+    "  {\"time\": EPOCH_SECONDS, \"node\":..., \"gpu\":..., \"rule\":..., \"job\":...} for escalation.\n";
+
+std::optional<std::vector<diag::HistoryRecord>> ReadHistory(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) {
+        std::fprintf(stderr, "autoheal: classify: --history %s: cannot open\n", path.c_str());
+        return std::nullopt;
+    }
+    std::vector<diag::HistoryRecord> records;
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("time") ||
+            !j["time"].is_number_integer()) {
+            std::fprintf(stderr,
+                         "autoheal: classify: %s:%d: expected a JSON object with an integer "
+                         "\"time\"\n",
+                         path.c_str(), n);
+            return std::nullopt;
+        }
+        diag::HistoryRecord r;
+        r.time = j["time"].get<std::int64_t>();
+        auto str = [&](const char* k) {
+            return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+        };
+        r.node = str("node");
+        r.gpu = str("gpu");
+        r.rule = str("rule");
+        r.cause = str("cause");
+        r.job = str("job");
+        records.push_back(std::move(r));
+    }
+    return records;
+}
+
+nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
+    nlohmann::json j;
+    j["cause"] = d.cause;
+    j["actions"] = d.actions;
+    j["requeue"] = d.requeue;
+    nlohmann::json culprit;
+    culprit["node"] = d.culprit.node.empty() ? nlohmann::json() : nlohmann::json(d.culprit.node);
+    culprit["gpu"] = d.culprit.gpu.empty() ? nlohmann::json() : nlohmann::json(d.culprit.gpu);
+    culprit["rank"] = d.culprit.rank ? nlohmann::json(*d.culprit.rank) : nlohmann::json();
+    j["culprit"] = culprit;
+    j["rule"] = d.rule.empty() ? nlohmann::json() : nlohmann::json(d.rule);
+    j["evidence"] = nlohmann::json::array();
+    for (const diag::Evidence& e : d.evidence) {
+        nlohmann::json ev{{"line", e.line}, {"signature", e.signature}, {"text", e.text}};
+        if (set.sources.size() > 1) ev["source"] = set.sources[e.source];
+        j["evidence"].push_back(ev);
+    }
+    j["confidence"] = std::round(d.confidence * 100.0) / 100.0;
+    if (!d.escalation.empty()) j["escalation"] = d.escalation;
+    j["findings"] = nlohmann::json::array();
+    for (const diag::Finding& f : d.findings) {
+        j["findings"].push_back({{"rule", f.rule},
+                                 {"cause", f.cause},
+                                 {"priority", f.priority},
+                                 {"suppressed", f.suppressed}});
+    }
+    j["lines"] = set.lines;
+    return j;
+}
+
+void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
+    const diag::CauseInfo* info = diag::FindCause(d.cause);
+    std::printf("cause:      %s", d.cause.c_str());
+    if (info != nullptr) std::printf(" (%s)", std::string(info->summary).c_str());
+    std::printf("\n");
+    std::string plan;
+    for (const auto& a : d.actions) plan += (plan.empty() ? "" : ", ") + a;
+    std::printf("plan:       %s\n", plan.empty() ? "no node action" : plan.c_str());
+    std::printf("requeue:    %s\n", d.requeue ? "yes" : "no");
+    std::string culprit;
+    if (!d.culprit.node.empty()) culprit += "node=" + d.culprit.node + " ";
+    if (!d.culprit.gpu.empty()) culprit += "gpu=" + d.culprit.gpu + " ";
+    if (d.culprit.rank) culprit += "rank=" + std::to_string(*d.culprit.rank) + " ";
+    std::printf("culprit:    %s\n", culprit.empty() ? "not identified" : culprit.c_str());
+    if (d.rule.empty()) {
+        std::printf("rule:       none matched (%llu lines read)\n",
+                    static_cast<unsigned long long>(set.lines));
+        return;
+    }
+    std::printf("rule:       %s (confidence %.2f)\n", d.rule.c_str(), d.confidence);
+    if (!d.escalation.empty()) std::printf("escalated:  %s\n", d.escalation.c_str());
+    std::printf("evidence:\n");
+    for (const diag::Evidence& e : d.evidence) {
+        std::printf("  %s:%zu  [%s]  %s\n", set.sources[e.source].c_str(), e.line,
+                    e.signature.c_str(), e.text.c_str());
+    }
+    if (d.findings.size() > 1) {
+        std::printf("also fired:\n");
+        for (std::size_t i = 1; i < d.findings.size(); ++i) {
+            const diag::Finding& f = d.findings[i];
+            std::printf("  %s -> %s%s\n", f.rule.c_str(), f.cause.c_str(),
+                        f.suppressed ? " (suppressed: sympathetic)" : "");
+        }
+    }
+}
+
+}  // namespace
+
+int Classify(const std::vector<std::string>& args) {
+    bool json = false;
+    diag::DiagnoseOptions options;
+    std::vector<std::string> rule_paths;
+    std::vector<std::string> inputs;
+    std::string history_path;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](const char* flag) -> std::optional<std::string> {
+            if (i + 1 >= args.size()) {
+                std::fprintf(stderr, "autoheal: classify: %s needs a value\n%s", flag,
+                             kClassifyUsage);
+                return std::nullopt;
+            }
+            return args[++i];
+        };
+        if (a == "--json") {
+            json = true;
+        } else if (a == "--node" || a == "--job" || a == "--history" || a == "--rules") {
+            auto v = value(a.c_str());
+            if (!v) return 2;
+            if (a == "--node") options.node = *v;
+            if (a == "--job") options.job = *v;
+            if (a == "--history") history_path = *v;
+            if (a == "--rules") rule_paths.push_back(*v);
+        } else if (a == "-h" || a == "--help") {
+            std::fputs(kClassifyUsage, stdout);
+            return 0;
+        } else if (a.size() > 1 && a[0] == '-' && a != "-") {
+            std::fprintf(stderr, "autoheal: classify: unknown option '%s'\n%s", a.c_str(),
+                         kClassifyUsage);
+            return 2;
+        } else {
+            inputs.push_back(a);
+        }
+    }
+    if (inputs.empty()) inputs.push_back("-");
+    options.now = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    if (!history_path.empty()) {
+        auto h = ReadHistory(history_path);
+        if (!h) return 1;
+        options.history = std::move(*h);
+    }
+    auto rules = LoadRulesOrComplain(rule_paths);
+    if (!rules) return 1;
+    auto scanner = diag::Scanner::Build(rules->signatures);
+    if (!scanner) {
+        std::fprintf(stderr, "autoheal: classify: %s\n", scanner.error().c_str());
+        return 1;
+    }
+    diag::EvidenceSet set;
+    for (const std::string& input : inputs) {
+        int fd = input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            std::fprintf(stderr, "autoheal: classify: %s: cannot open: %s\n", input.c_str(),
+                         std::strerror(errno));
+            return 1;
+        }
+        auto r = (*scanner)->ScanFd(fd, input == "-" ? "<stdin>" : input, &set);
+        if (fd != STDIN_FILENO) close(fd);
+        if (!r) {
+            std::fprintf(stderr, "autoheal: classify: %s\n", r.error().c_str());
+            return 1;
+        }
+    }
+    diag::Analyze(&set);
+    diag::Diagnosis d = diag::Diagnose(*rules, set, options);
+    if (json) {
+        std::printf("%s\n", ToJson(d, set).dump().c_str());
+    } else {
+        PrintText(d, set);
+    }
+    return 0;
+}
+
+}  // namespace autoheal::cli

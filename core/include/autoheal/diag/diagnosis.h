@@ -1,0 +1,70 @@
+// The diagnosis engine: from evidence and rules to a cause, a culprit and a plan.
+//   1. Analyze() adds what no single line shows: NCCL watchdog timeouts compared across ranks
+//      (desync, the rank that never entered, a hang on the first collective), PCI addresses
+//      normalised, the GPU of a multi-line "fallen off the bus" message, the host of a line.
+//   2. Diagnose() evaluates every rule; a rule suppressed by another that fired is never the
+//      root cause; the firing rule with the highest priority names the cause; rules that
+//      contribute actions (e.g. Xid 154's recovery action) join its plan; history escalates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autoheal/diag/evidence.h"
+#include "autoheal/diag/rules.h"
+
+namespace autoheal::diag {
+
+// One earlier incident, for escalation (`repeats` within a window, per GPU or node).
+struct HistoryRecord {
+    std::int64_t time = 0;  // seconds since the epoch
+    std::string node;
+    std::string gpu;
+    std::string rule;
+    std::string cause;
+    std::string job;
+};
+
+struct DiagnoseOptions {
+    std::string node;  // the node the logs come from, when known
+    std::string job;   // the job the logs belong to, when known
+    std::vector<HistoryRecord> history;
+    std::int64_t now = 0;  // seconds since the epoch
+};
+
+struct Culprit {
+    std::string node;
+    std::string gpu;  // PCI bus id, 0000:3b:00.0
+    std::optional<int> rank;
+};
+
+struct Finding {
+    std::string rule;
+    std::string cause;
+    int priority = 0;
+    bool suppressed = false;
+    bool contributes_actions = false;
+};
+
+struct Diagnosis {
+    std::string cause = "unknown";
+    std::vector<std::string> actions;
+    bool requeue = false;
+    Culprit culprit;
+    std::string rule;                // the rule that named the cause; empty when none fired
+    std::vector<Evidence> evidence;  // what that rule matched (and contributing rules)
+    double confidence = 0.0;
+    std::vector<Finding> findings;   // every rule that fired, winner first
+    std::string escalation;          // why the plan was escalated, when it was
+};
+
+void Analyze(EvidenceSet* set);
+
+Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseOptions& options);
+
+// Orders actions by the catalog's plan order and removes duplicates.
+std::vector<std::string> NormalizePlan(std::vector<std::string> actions);
+
+}  // namespace autoheal::diag

@@ -1,0 +1,152 @@
+// autoheal's rule language, loaded Falco-style in three stages:
+//   reader    (YAML text -> items with source locations)     rule_reader.cpp
+//   collector (define / override / enable across files)       rule_collector.cpp
+//   compiler  (validate references, regexes, causes, actions) rule_compiler.cpp
+// The loader does no file I/O: callers hand it (name, text) pairs, in load order.
+//
+// Items in a rules file (a YAML list):
+//   - signature: NAME        a named log pattern (RE2 syntax; named groups become fields)
+//     regex: '...'
+//     example: '...'         optional; must match the regex (checked at load)
+//   - list: NAME             a named list of values for `where` tests
+//     items: [...]
+//   - rule: NAME             a cause and a plan for evidence that matches
+//     match: CONDITION
+//     unless: CONDITION      optional: the rule does not fire when this matches
+//     cause: CAUSE
+//     actions: [ACTION...]
+//     requeue: true|false
+//     priority: N            higher = more specific; the highest firing rule names the cause
+//     confidence: 0..1
+//     suppressed_by: [RULE]  sympathetic: never the root cause when one of these fires
+//     contributes_actions: true   its actions join the winning plan (e.g. Xid 154 advice)
+//     escalate: [{when: {repeats: N, within: 30d, per: gpu|node, distinct: job},
+//                 cause: ..., actions: [...], requeue: ...}]
+//   Any item may say `enabled: false`; a later file may redefine an item by name, or change
+//   some of its keys with `override: {KEY: replace|append}`.
+// CONDITION: {signature: NAME, where: {FIELD: VALUE | [VALUES] | {list: NAME} | {not: ...}},
+//             min_count: N} | {xid: CODES} | {sxid: CODES} | {regex: '...'} |
+//            {any: [CONDITION...]} | {all: [...]} | {not: CONDITION}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autoheal::diag {
+
+struct Location {
+    std::string file;
+    int line = 0;    // 1-based
+    int column = 0;  // 1-based
+};
+
+enum class Severity { kError, kWarning };
+
+struct LoadMessage {
+    Severity severity = Severity::kError;
+    std::string code;     // stable, e.g. LOAD_ERR_UNKNOWN_KEY
+    Location where;
+    std::string context;  // "In rule 'xid-79'", may be empty
+    std::string message;
+    std::string snippet;  // the source line and a caret under the column
+};
+
+struct LoadResult {
+    std::vector<LoadMessage> messages;
+    bool ok() const;            // no errors
+    bool has_warnings() const;  // any warnings
+    // "file:line:col: error: CODE: message" lines with snippets, for people.
+    std::string Format() const;
+};
+
+struct FieldTest {
+    std::string field;
+    std::vector<std::string> values;  // any of
+    bool negate = false;              // none of
+};
+
+struct Condition {
+    enum class Kind { kLeaf, kAll, kAny, kNot };
+    Kind kind = Kind::kLeaf;
+    std::vector<Condition> children;
+    std::string signature;  // leaf
+    std::vector<FieldTest> where;
+    int min_count = 1;
+};
+
+struct Escalation {
+    int repeats = 2;
+    std::int64_t within_seconds = 30LL * 24 * 3600;
+    std::string per = "gpu";  // gpu | node
+    bool distinct_jobs = false;
+    std::optional<std::string> cause;
+    std::optional<std::vector<std::string>> actions;
+    std::optional<bool> requeue;
+};
+
+struct SignatureDef {
+    std::string name;
+    std::string regex;
+    std::string desc;
+    std::string example;
+    Location where;
+};
+
+struct Rule {
+    std::string name;
+    std::string desc;
+    Condition match;
+    std::optional<Condition> unless;
+    std::string cause;
+    std::vector<std::string> actions;
+    bool requeue = false;
+    double confidence = 0.8;
+    int priority = 50;
+    std::vector<std::string> suppressed_by;
+    bool contributes_actions = false;
+    std::vector<Escalation> escalate;
+    Location where;
+};
+
+struct RuleSet {
+    std::vector<SignatureDef> signatures;  // enabled ones, in definition order
+    std::vector<Rule> rules;               // enabled ones, in definition order
+    const Rule* FindRule(const std::string& name) const;
+    const SignatureDef* FindSignature(const std::string& name) const;
+};
+
+// Signatures produced by autoheal's analyzers rather than by a pattern (for example
+// nccl-ranks-desync); rules may match them like any other. Name and fields.
+struct BuiltinSignature {
+    const char* name;
+    const char* desc;
+    std::vector<std::string> fields;
+};
+const std::vector<BuiltinSignature>& BuiltinSignatures();
+
+class RuleLoader {
+public:
+    RuleLoader();
+    ~RuleLoader();
+    RuleLoader(const RuleLoader&) = delete;
+    RuleLoader& operator=(const RuleLoader&) = delete;
+
+    // Adds one rules file's text; `name` is used in messages. Files are applied in the order
+    // they are added (later files override earlier ones).
+    void Add(std::string name, std::string text);
+
+    // Collects and compiles everything added. Returns the rule set when there was no error;
+    // all messages (errors and warnings) go to `result`.
+    std::optional<RuleSet> Compile(LoadResult* result);
+
+private:
+    struct Impl;
+    Impl* impl_;
+};
+
+// Parses durations like "30d", "12h", "90m", "45s".
+std::optional<std::int64_t> ParseDuration(const std::string& text);
+
+}  // namespace autoheal::diag

@@ -1,0 +1,50 @@
+// The log scanner: finds every line that matches any signature, in one pass, without a loop
+// of regexes. Hyperscan scans whole buffers for all signatures at once as a prefilter; RE2
+// (linear time, safe for admin-written patterns) confirms each candidate line and extracts its
+// named fields. Patterns Hyperscan cannot take are matched by an RE2::Set, line by line.
+// Memory is bounded: input is read in fixed-size chunks and evidence is capped per signature.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoheal/core/result.h"
+#include "autoheal/diag/evidence.h"
+#include "autoheal/diag/rules.h"
+
+namespace autoheal::diag {
+
+struct ScanLimits {
+    std::size_t per_signature_cap = 512;  // evidence items kept per signature
+    std::size_t max_text = 400;           // bytes of a line kept in Evidence::text
+    std::size_t chunk_bytes = 4 << 20;    // read size; longer lines are cut
+};
+
+class Scanner {
+public:
+    // Compiles the signatures. Fails only when an RE2 pattern does not compile (the rule
+    // loader has already checked them).
+    static Result<std::shared_ptr<const Scanner>> Build(const std::vector<SignatureDef>& sigs,
+                                                        ScanLimits limits = {});
+    ~Scanner();
+    Scanner(const Scanner&) = delete;
+    Scanner& operator=(const Scanner&) = delete;
+
+    // Scans one input read from `fd` until EOF, adding to `set`. Errors only on read failure.
+    Result<bool> ScanFd(int fd, const std::string& name, EvidenceSet* set) const;
+    // Same for text in memory.
+    void ScanText(std::string_view text, const std::string& name, EvidenceSet* set) const;
+
+    // How many signatures Hyperscan prefilters and how many need the line-by-line path.
+    std::size_t prefiltered() const;
+    std::size_t line_by_line() const;
+
+private:
+    Scanner();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace autoheal::diag

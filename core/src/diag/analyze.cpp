@@ -1,0 +1,197 @@
+// Analyzers: derived evidence that needs more than one line.
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "autoheal/diag/diagnosis.h"
+
+namespace autoheal::diag {
+namespace {
+
+// 3b:00 / 0000:3b:00 / 00000000:3B:00.0 -> 0000:3b:00.0
+std::string NormalizePci(std::string_view raw) {
+    std::string s;
+    for (char c : raw) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static const RE2 kBdf(R"(^(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})(?:\.([0-7]))?$)");
+    std::string domain, bus, dev, fn;
+    if (!RE2::FullMatch(s, kBdf, &domain, &bus, &dev, &fn)) return s;
+    if (domain.empty()) domain = "0000";
+    if (domain.size() > 4) domain = domain.substr(domain.size() - 4);
+    return domain + ":" + bus + ":" + dev + "." + (fn.empty() ? "0" : fn);
+}
+
+// The host a line names: "Mar 27 17:40:36 host kernel:", "host:pid:tid [n] NCCL",
+// "2024-..T.. host kernel:".
+void FillHost(Evidence* e) {
+    if (e->Field("host")) return;
+    static const RE2 kSyslog(
+        R"(^(?:[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[0-9:.+-]+Z?) ([A-Za-z0-9][A-Za-z0-9._-]*) (?:kernel|slurm\w*|nv-\w+)(?:\[\d+\])?:)");
+    static const RE2 kNccl(R"(^([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
+    std::string host;
+    if (RE2::PartialMatch(e->text, kSyslog, &host) || RE2::PartialMatch(e->text, kNccl, &host)) {
+        e->SetField("host", host);
+    }
+}
+
+struct RankReport {
+    const Evidence* evidence;
+    std::string seq;
+    std::string op;
+    std::string numel_in;
+};
+
+std::string JoinInts(const std::set<int>& values) {
+    std::string out;
+    for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+    return out;
+}
+
+std::optional<int> ToInt(std::optional<std::string_view> s) {
+    if (!s || s->empty() || s->size() > 9) return std::nullopt;
+    int v = 0;
+    for (char c : *s) {
+        if (c < '0' || c > '9') return std::nullopt;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+Evidence Derived(const std::string& signature, const Evidence& at, std::string text) {
+    Evidence d;
+    d.signature = signature;
+    d.source = at.source;
+    d.line = at.line;
+    d.text = std::move(text);
+    return d;
+}
+
+void AnalyzeNccl(EvidenceSet* set) {
+    std::map<int, RankReport> by_rank;
+    std::vector<const Evidence*> unranked;
+    bool first_collective = false;
+    const Evidence* first_at = nullptr;
+    for (const Evidence& e : set->items) {
+        if (e.signature == "context-nccl-progress") {
+            if (e.Field("last_completed") == "-1") {
+                first_collective = true;
+                if (first_at == nullptr) first_at = &e;
+            }
+            continue;
+        }
+        if (e.signature != "nccl-watchdog-timeout") continue;
+        auto rank = ToInt(e.Field("grank"));
+        if (!rank) rank = ToInt(e.Field("rank"));
+        RankReport r{&e, std::string(e.Field("seq").value_or("")),
+                     std::string(e.Field("op").value_or("")),
+                     std::string(e.Field("numel_in").value_or(""))};
+        if (r.seq == "1" || r.seq == "0") {
+            first_collective = true;
+            if (first_at == nullptr) first_at = &e;
+        }
+        if (!rank) {
+            unranked.push_back(&e);
+            continue;
+        }
+        auto [it, inserted] = by_rank.emplace(*rank, r);
+        if (!inserted) {  // the same rank repeats its message (what(), abort): keep the fullest
+            if (it->second.seq.empty() && !r.seq.empty()) it->second = r;
+        }
+    }
+    std::vector<Evidence> derived;
+    if (first_collective && first_at != nullptr) {
+        Evidence d = Derived("nccl-first-collective", *first_at,
+                             "the watchdog fired before any collective of the process group "
+                             "completed");
+        if (auto seq = first_at->Field("seq")) d.SetField("seq", std::string(*seq));
+        if (auto op = first_at->Field("op")) d.SetField("op", std::string(*op));
+        derived.push_back(std::move(d));
+    }
+    if (by_rank.size() >= 2) {
+        std::set<std::string> seqs, ops;
+        std::map<std::string, std::set<std::string>> numel_by_seq;
+        std::set<int> ranks;
+        for (const auto& [rank, r] : by_rank) {
+            ranks.insert(rank);
+            if (!r.seq.empty()) seqs.insert(r.seq);
+            if (!r.op.empty()) ops.insert(r.op);
+            if (!r.numel_in.empty()) numel_by_seq[r.seq].insert(r.numel_in);
+        }
+        bool numel_differs = std::any_of(numel_by_seq.begin(), numel_by_seq.end(),
+                                         [](const auto& kv) { return kv.second.size() > 1; });
+        const Evidence& at = *by_rank.begin()->second.evidence;
+        auto join = [](const std::set<std::string>& v) {
+            std::string out;
+            for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+            return out;
+        };
+        if (seqs.size() > 1 || ops.size() > 1 || numel_differs) {
+            Evidence d = Derived("nccl-ranks-desync", at,
+                                 "ranks " + JoinInts(ranks) +
+                                     " timed out in different collectives (SeqNum " + join(seqs) +
+                                     ", OpType " + join(ops) +
+                                     (numel_differs ? ", different sizes" : "") + ")");
+            d.SetField("ranks", JoinInts(ranks));
+            d.SetField("seqs", join(seqs));
+            d.SetField("ops", join(ops));
+            derived.push_back(std::move(d));
+        } else {
+            Evidence d = Derived("nccl-ranks-agree", at,
+                                 "ranks " + JoinInts(ranks) +
+                                     " all timed out waiting in the same collective");
+            d.SetField("ranks", JoinInts(ranks));
+            d.SetField("seq", join(seqs));
+            d.SetField("op", join(ops));
+            derived.push_back(std::move(d));
+        }
+        // A rank that shows up in the output but never reported the timeout its peers hit.
+        std::set<int> missing;
+        for (const Evidence& e : set->items) {
+            if (e.signature != "context-torch-rank") continue;
+            if (auto r = ToInt(e.Field("rank")); r && !by_rank.count(*r)) missing.insert(*r);
+        }
+        if (!missing.empty() && missing.size() <= 2 && missing.size() < by_rank.size()) {
+            for (int rank : missing) {
+                Evidence d = Derived("nccl-missing-rank", at,
+                                     "rank " + std::to_string(rank) +
+                                         " never reported the collective ranks " +
+                                         JoinInts(ranks) + " timed out in");
+                d.SetField("rank", std::to_string(rank));
+                d.SetField("ranks", JoinInts(ranks));
+                derived.push_back(std::move(d));
+            }
+        }
+    }
+    for (Evidence& d : derived) {
+        set->counts.emplace_back(d.signature, 1);
+        set->items.push_back(std::move(d));
+    }
+}
+
+}  // namespace
+
+void Analyze(EvidenceSet* set) {
+    for (std::size_t i = 0; i < set->items.size(); ++i) {
+        Evidence& e = set->items[i];
+        for (auto& [k, v] : e.fields) {
+            if (k == "pci" || k == "bdf") v = NormalizePci(v);
+        }
+        FillHost(&e);
+        // R570+ prints "fallen off the bus" a line or two after "The NVIDIA GPU <bdf>".
+        if (e.signature == "gpu-fallen-off-bus" && !e.Field("pci")) {
+            for (std::size_t j = i; j-- > 0;) {
+                const Evidence& prev = set->items[j];
+                if (prev.source != e.source || e.line - prev.line > 3) break;
+                if (prev.signature == "context-nvrm-gpu") {
+                    if (auto pci = prev.Field("pci")) e.SetField("pci", NormalizePci(*pci));
+                    break;
+                }
+            }
+        }
+    }
+    AnalyzeNccl(set);
+}
+
+}  // namespace autoheal::diag

@@ -1,0 +1,201 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/taxonomy.h"
+
+namespace autoheal::diag {
+namespace {
+
+using Index = std::unordered_map<std::string_view, std::vector<const Evidence*>>;
+
+bool PassesTests(const Evidence& e, const std::vector<FieldTest>& tests) {
+    for (const FieldTest& t : tests) {
+        auto v = e.Field(t.field);
+        bool in = v && std::find(t.values.begin(), t.values.end(), *v) != t.values.end();
+        if (in == t.negate) return false;
+    }
+    return true;
+}
+
+// Returns whether the condition holds; adds the evidence that made it hold.
+bool Evaluate(const Condition& c, const Index& index, const EvidenceSet& set,
+              std::vector<const Evidence*>* out) {
+    switch (c.kind) {
+        case Condition::Kind::kLeaf: {
+            auto it = index.find(c.signature);
+            std::vector<const Evidence*> hits;
+            if (it != index.end()) {
+                for (const Evidence* e : it->second) {
+                    if (PassesTests(*e, c.where)) hits.push_back(e);
+                }
+            }
+            // Without field tests the uncapped count decides; with them, the kept items.
+            std::uint64_t n = c.where.empty() ? set.Count(c.signature) : hits.size();
+            if (hits.empty() || n < static_cast<std::uint64_t>(c.min_count)) return false;
+            out->insert(out->end(), hits.begin(), hits.end());
+            return true;
+        }
+        case Condition::Kind::kAll: {
+            std::vector<const Evidence*> all;
+            for (const Condition& child : c.children) {
+                if (!Evaluate(child, index, set, &all)) return false;
+            }
+            out->insert(out->end(), all.begin(), all.end());
+            return true;
+        }
+        case Condition::Kind::kAny: {
+            bool any = false;
+            for (const Condition& child : c.children) any |= Evaluate(child, index, set, out);
+            return any;
+        }
+        case Condition::Kind::kNot: {
+            std::vector<const Evidence*> ignored;
+            return !Evaluate(c.children.front(), index, set, &ignored);
+        }
+    }
+    return false;
+}
+
+struct Fired {
+    const Rule* rule;
+    std::vector<const Evidence*> evidence;
+    bool suppressed = false;
+};
+
+std::string FirstField(const std::vector<const Evidence*>& evidence,
+                       std::initializer_list<std::string_view> names) {
+    for (const Evidence* e : evidence) {
+        for (std::string_view n : names) {
+            if (auto v = e->Field(n); v && !v->empty()) return std::string(*v);
+        }
+    }
+    return "";
+}
+
+void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis* d) {
+    for (const Escalation& step : rule.escalate) {
+        const std::string& key = step.per == "gpu" ? d->culprit.gpu : d->culprit.node;
+        if (key.empty()) continue;
+        std::set<std::string> jobs;
+        int count = 1;  // this incident
+        if (!options.job.empty()) jobs.insert(options.job);
+        for (const HistoryRecord& h : options.history) {
+            if (h.rule != rule.name) continue;
+            if ((step.per == "gpu" ? h.gpu : h.node) != key) continue;
+            if (options.now - h.time > step.within_seconds || h.time > options.now) continue;
+            ++count;
+            if (!h.job.empty()) jobs.insert(h.job);
+        }
+        const int repeats = step.distinct_jobs ? static_cast<int>(jobs.size()) : count;
+        if (repeats < step.repeats) continue;
+        if (step.cause) d->cause = *step.cause;
+        if (step.actions) d->actions = *step.actions;
+        if (step.requeue) d->requeue = *step.requeue;
+        d->escalation = std::to_string(repeats) + (step.distinct_jobs ? " jobs" : " times") +
+                        " on this " + step.per + " within " +
+                        std::to_string(step.within_seconds / 86400) + "d";
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> NormalizePlan(std::vector<std::string> actions) {
+    auto order = [](const std::string& a) {
+        const ActionInfo* info = FindAction(a);
+        return info != nullptr ? info->order : 100;
+    };
+    std::stable_sort(actions.begin(), actions.end(),
+                     [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
+    actions.erase(std::unique(actions.begin(), actions.end()), actions.end());
+    actions.erase(std::remove(actions.begin(), actions.end(), "none"), actions.end());
+    return actions;
+}
+
+Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseOptions& options) {
+    Index index;
+    for (const Evidence& e : set.items) index[e.signature].push_back(&e);
+
+    std::vector<Fired> fired;
+    for (const Rule& rule : rules.rules) {
+        std::vector<const Evidence*> ev;
+        if (!Evaluate(rule.match, index, set, &ev)) continue;
+        if (rule.unless) {
+            std::vector<const Evidence*> ignored;
+            if (Evaluate(*rule.unless, index, set, &ignored)) continue;
+        }
+        std::sort(ev.begin(), ev.end(), [](const Evidence* a, const Evidence* b) {
+            return std::tie(a->source, a->line) < std::tie(b->source, b->line);
+        });
+        ev.erase(std::unique(ev.begin(), ev.end()), ev.end());
+        fired.push_back(Fired{&rule, std::move(ev)});
+    }
+    std::set<std::string> fired_names;
+    for (const Fired& f : fired) fired_names.insert(f.rule->name);
+    for (Fired& f : fired) {
+        for (const std::string& s : f.rule->suppressed_by) {
+            if (s != f.rule->name && fired_names.count(s)) f.suppressed = true;
+        }
+    }
+    // The winner: not suppressed, naming a cause, highest priority; earliest rule on a tie.
+    const Fired* winner = nullptr;
+    for (int pass = 0; pass < 2 && winner == nullptr; ++pass) {
+        for (const Fired& f : fired) {
+            if (f.suppressed || (pass == 0 && f.rule->contributes_actions)) continue;
+            if (winner == nullptr || f.rule->priority > winner->rule->priority) winner = &f;
+        }
+    }
+    Diagnosis d;
+    if (winner == nullptr) return d;
+    const Rule& rule = *winner->rule;
+    d.rule = rule.name;
+    d.cause = rule.cause;
+    d.requeue = rule.requeue;
+    d.confidence = rule.confidence;
+    d.actions = rule.actions;
+    std::vector<const Evidence*> evidence = winner->evidence;
+    for (const Fired& f : fired) {
+        if (&f == winner || f.suppressed || !f.rule->contributes_actions) continue;
+        d.actions.insert(d.actions.end(), f.rule->actions.begin(), f.rule->actions.end());
+        evidence.insert(evidence.end(), f.evidence.begin(), f.evidence.end());
+    }
+    // Conflicting evidence: another cause almost as specific lowers our confidence.
+    for (const Fired& f : fired) {
+        if (&f == winner || f.suppressed || f.rule->contributes_actions) continue;
+        if (f.rule->cause != rule.cause && f.rule->priority + 10 >= rule.priority) {
+            d.confidence *= 0.75;
+            break;
+        }
+    }
+    d.culprit.node = options.node;
+    if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"host"});
+    d.culprit.gpu = FirstField(evidence, {"pci", "bdf"});
+    std::string rank = FirstField(winner->evidence, {"rank", "grank"});
+    if (!rank.empty() && rank.size() < 9 &&
+        std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        d.culprit.rank = std::stoi(rank);
+    }
+    ApplyEscalation(rule, options, &d);
+    d.actions = NormalizePlan(std::move(d.actions));
+    std::sort(evidence.begin(), evidence.end(), [](const Evidence* a, const Evidence* b) {
+        return std::tie(a->source, a->line) < std::tie(b->source, b->line);
+    });
+    evidence.erase(std::unique(evidence.begin(), evidence.end()), evidence.end());
+    constexpr std::size_t kMaxEvidence = 20;
+    for (const Evidence* e : evidence) {
+        if (d.evidence.size() == kMaxEvidence) break;
+        d.evidence.push_back(*e);
+    }
+    d.findings.push_back(Finding{rule.name, rule.cause, rule.priority, false,
+                                 rule.contributes_actions});
+    for (const Fired& f : fired) {
+        if (&f == winner) continue;
+        d.findings.push_back(Finding{f.rule->name, f.rule->cause, f.rule->priority, f.suppressed,
+                                     f.rule->contributes_actions});
+    }
+    return d;
+}
+
+}  // namespace autoheal::diag

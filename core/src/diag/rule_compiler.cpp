@@ -1,0 +1,564 @@
+// Stage 3 of rule loading: turn merged items into a RuleSet, checking every reference,
+// regex, cause and action, with the location of the offending key.
+#include <re2/re2.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "autoheal/diag/taxonomy.h"
+#include "rule_loader_internal.h"
+
+namespace autoheal::diag::internal {
+namespace {
+
+struct SignatureFields {
+    std::set<std::string> fields;
+    bool builtin = false;
+};
+
+class Compiler {
+public:
+    Compiler(const std::vector<SourceFile>& files, Reporter& report)
+        : files_(files), report_(report) {}
+
+    std::optional<RuleSet> Run(const std::vector<ItemInfo>& items);
+
+private:
+    Location Where(const ItemInfo& item, const YAML::Node& node) const {
+        return LocationOf(files_[item.file], node);
+    }
+    void Error(const ItemInfo& item, const YAML::Node& node, const std::string& code,
+               const std::string& message) {
+        report_.Error(code, Where(item, node), Context(item), message);
+    }
+    void CompileSignature(const ItemInfo& item);
+    void CompileList(const ItemInfo& item);
+    void CompileRule(const ItemInfo& item);
+    std::optional<Condition> CompileCondition(const ItemInfo& item, const YAML::Node& node,
+                                              int depth);
+    bool CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test);
+    std::optional<std::string> Scalar(const ItemInfo& item, const std::string& key);
+    std::optional<std::vector<std::string>> Actions(const ItemInfo& item, const YAML::Node& node);
+    bool CheckCause(const ItemInfo& item, const YAML::Node& node);
+
+    const std::vector<SourceFile>& files_;
+    Reporter& report_;
+    RuleSet set_;
+    std::map<std::string, SignatureFields> signatures_;
+    std::map<std::string, std::vector<std::string>> lists_;
+    std::map<std::string, const ItemInfo*> list_items_;
+    std::set<std::string> used_lists_;
+    std::set<std::string> used_signatures_;
+    int regex_counter_ = 0;
+};
+
+bool IsScalarList(const YAML::Node& node) {
+    if (!node.IsSequence()) return false;
+    for (const auto& v : node) {
+        if (!v.IsScalar()) return false;
+    }
+    return true;
+}
+
+std::optional<RuleSet> Compiler::Run(const std::vector<ItemInfo>& items) {
+    for (const BuiltinSignature& b : BuiltinSignatures()) {
+        signatures_[b.name] = SignatureFields{{b.fields.begin(), b.fields.end()}, true};
+    }
+    for (const ItemInfo& item : items) {
+        if (item.enabled && item.kind == ItemKind::kSignature) CompileSignature(item);
+    }
+    for (const ItemInfo& item : items) {
+        if (item.kind == ItemKind::kList) CompileList(item);
+    }
+    for (const ItemInfo& item : items) {
+        if (item.enabled && item.kind == ItemKind::kRule) CompileRule(item);
+    }
+    // Suppression references must name rules that exist (enabled or not).
+    std::set<std::string> rule_names;
+    for (const ItemInfo& item : items) {
+        if (item.kind == ItemKind::kRule) rule_names.insert(item.name);
+    }
+    for (const ItemInfo& item : items) {
+        if (!item.enabled || item.kind != ItemKind::kRule) continue;
+        auto it = item.keys.find("suppressed_by");
+        if (it == item.keys.end() || !it->second.IsSequence()) continue;
+        for (const auto& ref : it->second) {
+            if (ref.IsScalar() && !rule_names.count(ref.Scalar())) {
+                Error(item, ref, "LOAD_ERR_UNDEFINED_REF",
+                      "suppressed_by: no rule named '" + ref.Scalar() + "'");
+            }
+        }
+    }
+    for (const auto& [name, item] : list_items_) {
+        if (!used_lists_.count(name)) {
+            report_.Warning("LOAD_WARN_UNUSED_LIST", item->where, Context(*item),
+                            "list '" + name + "' is not used by any rule");
+        }
+    }
+    for (const ItemInfo& item : items) {
+        if (item.enabled && item.kind == ItemKind::kSignature &&
+            !used_signatures_.count(item.name) && !item.name.starts_with("context-")) {
+            report_.Warning("LOAD_WARN_UNUSED_SIGNATURE", item.where, Context(item),
+                            "signature '" + item.name +
+                                "' is not used by any rule (name it context-... if it only "
+                                "feeds the analyzers)");
+        }
+    }
+    if (report_.HasErrors()) return std::nullopt;
+    return std::move(set_);
+}
+
+std::optional<std::string> Compiler::Scalar(const ItemInfo& item, const std::string& key) {
+    auto it = item.keys.find(key);
+    if (it == item.keys.end()) return std::nullopt;
+    if (!it->second.IsScalar()) {
+        Error(item, it->second, "LOAD_ERR_YAML_VALIDATE", key + ": expected a string");
+        return std::nullopt;
+    }
+    return it->second.Scalar();
+}
+
+void Compiler::CompileSignature(const ItemInfo& item) {
+    if (signatures_.count(item.name) && signatures_[item.name].builtin) {
+        report_.Error("LOAD_ERR_DUPLICATE", item.where, Context(item),
+                      "'" + item.name + "' is a built-in analyzer signature");
+        return;
+    }
+    auto regex = Scalar(item, "regex");
+    if (!regex) {
+        if (!item.keys.count("regex")) {
+            report_.Error("LOAD_ERR_YAML_VALIDATE", item.where, Context(item),
+                          "a signature needs a regex");
+        }
+        return;
+    }
+    RE2 re(*regex, RE2::Quiet);
+    if (!re.ok()) {
+        Error(item, item.keys.at("regex"), "LOAD_ERR_BAD_REGEX",
+              "regex does not compile: " + re.error());
+        return;
+    }
+    SignatureFields fields;
+    for (const auto& [name, index] : re.NamedCapturingGroups()) fields.fields.insert(name);
+    SignatureDef def;
+    def.name = item.name;
+    def.regex = *regex;
+    def.desc = Scalar(item, "desc").value_or("");
+    def.example = Scalar(item, "example").value_or("");
+    def.where = item.where;
+    if (!def.example.empty() && !RE2::PartialMatch(def.example, re)) {
+        Error(item, item.keys.at("example"), "LOAD_ERR_EXAMPLE_MISMATCH",
+              "the example line does not match the signature's regex");
+        return;
+    }
+    signatures_[item.name] = fields;
+    set_.signatures.push_back(std::move(def));
+}
+
+void Compiler::CompileList(const ItemInfo& item) {
+    auto it = item.keys.find("items");
+    if (it == item.keys.end() || !IsScalarList(it->second)) {
+        report_.Error("LOAD_ERR_YAML_VALIDATE",
+                      it == item.keys.end() ? item.where : Where(item, it->second),
+                      Context(item), "items: expected a list of values");
+        return;
+    }
+    std::vector<std::string> values;
+    for (const auto& v : it->second) values.push_back(v.Scalar());
+    if (item.enabled) {
+        lists_[item.name] = std::move(values);
+        list_items_[item.name] = &item;
+    }
+}
+
+bool Compiler::CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test) {
+    if (node.IsScalar()) {
+        test->values.push_back(node.Scalar());
+        return true;
+    }
+    if (IsScalarList(node)) {
+        for (const auto& v : node) test->values.push_back(v.Scalar());
+        return true;
+    }
+    if (node.IsMap() && node.size() == 1 && node["list"]) {
+        const YAML::Node ref = node["list"];
+        auto found = lists_.find(ref.IsScalar() ? ref.Scalar() : "");
+        if (found == lists_.end()) {
+            Error(item, ref, "LOAD_ERR_UNDEFINED_REF",
+                  "no list named '" + (ref.IsScalar() ? ref.Scalar() : std::string("?")) + "'");
+            return false;
+        }
+        used_lists_.insert(found->first);
+        test->values.insert(test->values.end(), found->second.begin(), found->second.end());
+        return true;
+    }
+    if (node.IsMap() && node.size() == 1 && node["not"]) {
+        test->negate = !test->negate;
+        return CompileValues(item, node["not"], test);
+    }
+    Error(item, node, "LOAD_ERR_YAML_VALIDATE",
+          "expected a value, a list of values, {list: NAME} or {not: ...}");
+    return false;
+}
+
+std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const YAML::Node& node,
+                                                    int depth) {
+    if (depth > 32) {
+        Error(item, node, "LOAD_ERR_YAML_VALIDATE", "condition nested too deeply");
+        return std::nullopt;
+    }
+    if (!node.IsMap()) {
+        Error(item, node, "LOAD_ERR_YAML_VALIDATE",
+              "a condition is a mapping: {signature: ...}, {xid: ...}, {regex: ...}, "
+              "{any: [...]}, {all: [...]} or {not: ...}");
+        return std::nullopt;
+    }
+    static const std::set<std::string> kHeads{"signature", "xid", "sxid", "regex",
+                                              "any",       "all", "not"};
+    static const std::set<std::string> kLeafExtras{"where", "min_count"};
+    std::string head;
+    for (const auto& kv : node) {
+        const std::string key = kv.first.as<std::string>("");
+        if (kHeads.count(key)) {
+            if (!head.empty()) {
+                Error(item, kv.first, "LOAD_ERR_YAML_VALIDATE",
+                      "a condition has one of signature/xid/sxid/regex/any/all/not, not both '" +
+                          head + "' and '" + key + "'");
+                return std::nullopt;
+            }
+            head = key;
+        } else if (!kLeafExtras.count(key)) {
+            Error(item, kv.first, "LOAD_ERR_UNKNOWN_KEY",
+                  "unknown condition key '" + key +
+                      "'; expected signature, xid, sxid, regex, where, min_count, any, all, "
+                      "not");
+            return std::nullopt;
+        }
+    }
+    if (head.empty()) {
+        Error(item, node, "LOAD_ERR_YAML_VALIDATE",
+              "condition needs one of signature, xid, sxid, regex, any, all, not");
+        return std::nullopt;
+    }
+    Condition cond;
+    const YAML::Node body = node[head];
+    if (head == "any" || head == "all") {
+        cond.kind = head == "any" ? Condition::Kind::kAny : Condition::Kind::kAll;
+        if (!body.IsSequence() || body.size() == 0) {
+            Error(item, body, "LOAD_ERR_YAML_VALIDATE", head + ": expected a non-empty list");
+            return std::nullopt;
+        }
+        for (const auto& child : body) {
+            auto c = CompileCondition(item, child, depth + 1);
+            if (!c) return std::nullopt;
+            cond.children.push_back(std::move(*c));
+        }
+        if (node["where"] || node["min_count"]) {
+            Error(item, node, "LOAD_ERR_YAML_VALIDATE",
+                  "where/min_count belong to a signature, xid, sxid or regex condition");
+            return std::nullopt;
+        }
+        return cond;
+    }
+    if (head == "not") {
+        cond.kind = Condition::Kind::kNot;
+        auto c = CompileCondition(item, body, depth + 1);
+        if (!c) return std::nullopt;
+        cond.children.push_back(std::move(*c));
+        return cond;
+    }
+    cond.kind = Condition::Kind::kLeaf;
+    if (head == "signature") {
+        if (!body.IsScalar()) {
+            Error(item, body, "LOAD_ERR_YAML_VALIDATE", "signature: expected a name");
+            return std::nullopt;
+        }
+        cond.signature = body.Scalar();
+        if (!signatures_.count(cond.signature)) {
+            Error(item, body, "LOAD_ERR_UNDEFINED_REF",
+                  "no signature named '" + cond.signature + "'");
+            return std::nullopt;
+        }
+    } else if (head == "xid" || head == "sxid") {
+        cond.signature = head;
+        if (!signatures_.count(head)) {
+            Error(item, body, "LOAD_ERR_UNDEFINED_REF",
+                  "no signature named '" + head + "' is loaded");
+            return std::nullopt;
+        }
+        FieldTest test{head, {}, false};
+        if (!CompileValues(item, body, &test)) return std::nullopt;
+        cond.where.push_back(std::move(test));
+    } else {  // regex: an anonymous signature of this rule
+        if (!body.IsScalar()) {
+            Error(item, body, "LOAD_ERR_YAML_VALIDATE", "regex: expected a pattern");
+            return std::nullopt;
+        }
+        RE2 re(body.Scalar(), RE2::Quiet);
+        if (!re.ok()) {
+            Error(item, body, "LOAD_ERR_BAD_REGEX", "regex does not compile: " + re.error());
+            return std::nullopt;
+        }
+        SignatureDef def;
+        def.name = item.name + "#regex" + std::to_string(++regex_counter_);
+        def.regex = body.Scalar();
+        def.desc = "pattern of rule " + item.name;
+        def.where = Where(item, body);
+        SignatureFields fields;
+        for (const auto& [name, index] : re.NamedCapturingGroups()) fields.fields.insert(name);
+        signatures_[def.name] = fields;
+        cond.signature = def.name;
+        set_.signatures.push_back(std::move(def));
+    }
+    used_signatures_.insert(cond.signature);
+    if (const YAML::Node where = node["where"]) {
+        if (!where.IsMap()) {
+            Error(item, where, "LOAD_ERR_YAML_VALIDATE", "where: expected FIELD: VALUES");
+            return std::nullopt;
+        }
+        const auto& known = signatures_[cond.signature].fields;
+        for (const auto& kv : where) {
+            const std::string field = kv.first.as<std::string>("");
+            if (!known.count(field)) {
+                std::string list;
+                for (const auto& f : known) list += (list.empty() ? "" : ", ") + f;
+                Error(item, kv.first, "LOAD_ERR_UNKNOWN_FIELD",
+                      "signature '" + cond.signature + "' has no field '" + field +
+                          "'; its fields: " + (list.empty() ? "none" : list));
+                return std::nullopt;
+            }
+            FieldTest test{field, {}, false};
+            if (!CompileValues(item, kv.second, &test)) return std::nullopt;
+            cond.where.push_back(std::move(test));
+        }
+    }
+    if (const YAML::Node mc = node["min_count"]) {
+        int n = 0;
+        if (!mc.IsScalar() || !YAML::convert<int>::decode(mc, n) || n < 1) {
+            Error(item, mc, "LOAD_ERR_YAML_VALIDATE", "min_count: expected a whole number >= 1");
+            return std::nullopt;
+        }
+        cond.min_count = n;
+    }
+    return cond;
+}
+
+std::optional<std::vector<std::string>> Compiler::Actions(const ItemInfo& item,
+                                                          const YAML::Node& node) {
+    if (!IsScalarList(node)) {
+        Error(item, node, "LOAD_ERR_YAML_VALIDATE", "actions: expected a list of actions");
+        return std::nullopt;
+    }
+    std::vector<std::string> actions;
+    for (const auto& a : node) {
+        if (!FindAction(a.Scalar())) {
+            std::string known;
+            for (const ActionInfo& info : diag::Actions()) {
+                known += (known.empty() ? "" : ", ") + std::string(info.name);
+            }
+            Error(item, a, "LOAD_ERR_UNKNOWN_ACTION",
+                  "unknown action '" + a.Scalar() + "'; known actions: " + known);
+            return std::nullopt;
+        }
+        if (a.Scalar() != "none") actions.push_back(a.Scalar());
+    }
+    return actions;
+}
+
+bool Compiler::CheckCause(const ItemInfo& item, const YAML::Node& node) {
+    if (node.IsScalar() && FindCause(node.Scalar())) return true;
+    std::string known;
+    for (const CauseInfo& c : Causes()) known += (known.empty() ? "" : ", ") + std::string(c.name);
+    Error(item, node, "LOAD_ERR_UNKNOWN_CAUSE",
+          "unknown cause '" + (node.IsScalar() ? node.Scalar() : std::string("?")) +
+              "'; known causes: " + known);
+    return false;
+}
+
+void Compiler::CompileRule(const ItemInfo& item) {
+    Rule rule;
+    rule.name = item.name;
+    rule.where = item.where;
+    rule.desc = Scalar(item, "desc").value_or("");
+    bool ok = true;
+    auto match = item.keys.find("match");
+    auto cause = item.keys.find("cause");
+    if (match == item.keys.end() || cause == item.keys.end()) {
+        report_.Error("LOAD_ERR_YAML_VALIDATE", item.where, Context(item),
+                      "a rule needs match and cause");
+        return;
+    }
+    if (auto c = CompileCondition(item, match->second, 0)) {
+        rule.match = std::move(*c);
+    } else {
+        ok = false;
+    }
+    if (auto it = item.keys.find("unless"); it != item.keys.end()) {
+        if (auto c = CompileCondition(item, it->second, 0)) {
+            rule.unless = std::move(*c);
+        } else {
+            ok = false;
+        }
+    }
+    if (CheckCause(item, cause->second)) {
+        rule.cause = cause->second.Scalar();
+        rule.requeue = FindCause(rule.cause)->infrastructure;
+    } else {
+        ok = false;
+    }
+    if (auto it = item.keys.find("actions"); it != item.keys.end()) {
+        if (auto a = Actions(item, it->second)) {
+            rule.actions = std::move(*a);
+        } else {
+            ok = false;
+        }
+    }
+    if (auto it = item.keys.find("requeue"); it != item.keys.end()) {
+        bool b = false;
+        if (!it->second.IsScalar() || !YAML::convert<bool>::decode(it->second, b)) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE", "requeue: expected true or false");
+            ok = false;
+        }
+        rule.requeue = b;
+    }
+    if (auto it = item.keys.find("contributes_actions"); it != item.keys.end()) {
+        bool b = false;
+        if (!it->second.IsScalar() || !YAML::convert<bool>::decode(it->second, b)) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE",
+                  "contributes_actions: expected true or false");
+            ok = false;
+        }
+        rule.contributes_actions = b;
+    }
+    if (auto it = item.keys.find("priority"); it != item.keys.end()) {
+        int p = 0;
+        if (!it->second.IsScalar() || !YAML::convert<int>::decode(it->second, p) || p < 0 ||
+            p > 1000) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE",
+                  "priority: expected a whole number from 0 to 1000");
+            ok = false;
+        }
+        rule.priority = p;
+    }
+    if (auto it = item.keys.find("confidence"); it != item.keys.end()) {
+        double c = 0;
+        if (!it->second.IsScalar() || !YAML::convert<double>::decode(it->second, c) ||
+            !(c >= 0.0 && c <= 1.0)) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE",
+                  "confidence: expected a number from 0 to 1");
+            ok = false;
+        }
+        rule.confidence = c;
+    }
+    if (auto it = item.keys.find("suppressed_by"); it != item.keys.end()) {
+        if (!IsScalarList(it->second)) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE",
+                  "suppressed_by: expected a list of rule names");
+            ok = false;
+        } else {
+            for (const auto& v : it->second) rule.suppressed_by.push_back(v.Scalar());
+        }
+    }
+    if (auto it = item.keys.find("escalate"); it != item.keys.end()) {
+        if (!it->second.IsSequence()) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE", "escalate: expected a list");
+            ok = false;
+        } else {
+            for (const auto& step : it->second) {
+                Escalation e;
+                const YAML::Node when = step.IsMap() ? step["when"] : YAML::Node();
+                if (!step.IsMap() || !when || !when.IsMap()) {
+                    Error(item, step, "LOAD_ERR_YAML_VALIDATE",
+                          "escalate: each step needs when: {repeats: N, within: 30d, per: "
+                          "gpu|node}");
+                    ok = false;
+                    continue;
+                }
+                for (const auto& kv : step) {
+                    const std::string k = kv.first.as<std::string>("");
+                    if (k != "when" && k != "cause" && k != "actions" && k != "requeue") {
+                        Error(item, kv.first, "LOAD_ERR_UNKNOWN_KEY",
+                              "unknown escalate key '" + k +
+                                  "'; expected when, cause, actions, requeue");
+                        ok = false;
+                    }
+                }
+                for (const auto& kv : when) {
+                    const std::string k = kv.first.as<std::string>("");
+                    const YAML::Node& v = kv.second;
+                    if (k == "repeats") {
+                        if (!v.IsScalar() || !YAML::convert<int>::decode(v, e.repeats) ||
+                            e.repeats < 1) {
+                            Error(item, v, "LOAD_ERR_YAML_VALIDATE",
+                                  "repeats: expected a whole number >= 1");
+                            ok = false;
+                        }
+                    } else if (k == "within") {
+                        auto d = v.IsScalar() ? ParseDuration(v.Scalar()) : std::nullopt;
+                        if (!d) {
+                            Error(item, v, "LOAD_ERR_YAML_VALIDATE",
+                                  "within: expected a duration such as 30d, 12h, 90m");
+                            ok = false;
+                        } else {
+                            e.within_seconds = *d;
+                        }
+                    } else if (k == "per") {
+                        if (!v.IsScalar() || (v.Scalar() != "gpu" && v.Scalar() != "node")) {
+                            Error(item, v, "LOAD_ERR_YAML_VALIDATE", "per: expected gpu or node");
+                            ok = false;
+                        } else {
+                            e.per = v.Scalar();
+                        }
+                    } else if (k == "distinct") {
+                        if (!v.IsScalar() || v.Scalar() != "job") {
+                            Error(item, v, "LOAD_ERR_YAML_VALIDATE", "distinct: expected job");
+                            ok = false;
+                        }
+                        e.distinct_jobs = true;
+                    } else {
+                        Error(item, kv.first, "LOAD_ERR_UNKNOWN_KEY",
+                              "unknown when key '" + k +
+                                  "'; expected repeats, within, per, distinct");
+                        ok = false;
+                    }
+                }
+                if (const YAML::Node c = step["cause"]) {
+                    if (CheckCause(item, c)) {
+                        e.cause = c.Scalar();
+                    } else {
+                        ok = false;
+                    }
+                }
+                if (const YAML::Node a = step["actions"]) {
+                    if (auto acts = Actions(item, a)) {
+                        e.actions = std::move(*acts);
+                    } else {
+                        ok = false;
+                    }
+                }
+                if (const YAML::Node r = step["requeue"]) {
+                    bool b = false;
+                    if (!r.IsScalar() || !YAML::convert<bool>::decode(r, b)) {
+                        Error(item, r, "LOAD_ERR_YAML_VALIDATE",
+                              "requeue: expected true or false");
+                        ok = false;
+                    }
+                    e.requeue = b;
+                }
+                rule.escalate.push_back(std::move(e));
+            }
+        }
+    }
+    if (ok) set_.rules.push_back(std::move(rule));
+}
+
+}  // namespace
+
+std::optional<RuleSet> CompileItems(const std::vector<ItemInfo>& items,
+                                    const std::vector<SourceFile>& files, Reporter& report) {
+    Compiler compiler(files, report);
+    return compiler.Run(items);
+}
+
+}  // namespace autoheal::diag::internal

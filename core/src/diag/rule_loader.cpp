@@ -1,0 +1,167 @@
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "rule_loader_internal.h"
+
+namespace autoheal::diag {
+
+bool LoadResult::ok() const {
+    return std::none_of(messages.begin(), messages.end(),
+                        [](const LoadMessage& m) { return m.severity == Severity::kError; });
+}
+
+bool LoadResult::has_warnings() const {
+    return std::any_of(messages.begin(), messages.end(),
+                       [](const LoadMessage& m) { return m.severity == Severity::kWarning; });
+}
+
+std::string LoadResult::Format() const {
+    std::string out;
+    for (const LoadMessage& m : messages) {
+        out += m.where.file + ":" + std::to_string(m.where.line) + ":" +
+               std::to_string(m.where.column) + ": " +
+               (m.severity == Severity::kError ? "error" : "warning") + ": " + m.code + ": ";
+        if (!m.context.empty()) out += m.context + ": ";
+        out += m.message + "\n";
+        if (!m.snippet.empty()) out += m.snippet;
+    }
+    return out;
+}
+
+const Rule* RuleSet::FindRule(const std::string& name) const {
+    for (const Rule& r : rules) {
+        if (r.name == name) return &r;
+    }
+    return nullptr;
+}
+
+const SignatureDef* RuleSet::FindSignature(const std::string& name) const {
+    for (const SignatureDef& s : signatures) {
+        if (s.name == name) return &s;
+    }
+    return nullptr;
+}
+
+const std::vector<BuiltinSignature>& BuiltinSignatures() {
+    static const std::vector<BuiltinSignature> kBuiltins{
+        {"nccl-ranks-desync",
+         "NCCL watchdog timeouts on several ranks disagree on the collective (SeqNum, OpType or "
+         "size): the ranks are running different code paths",
+         {"ranks", "seqs", "ops"}},
+        {"nccl-ranks-agree",
+         "NCCL watchdog timeouts on several ranks all wait in the same collective: a peer or "
+         "the fabric hung",
+         {"ranks", "seq", "op"}},
+        {"nccl-missing-rank",
+         "a rank that appears in the job's output never reported the collective its peers "
+         "timed out in: it is the straggler",
+         {"rank", "ranks"}},
+        {"nccl-first-collective",
+         "the watchdog timed out on the first collective of a process group: setup, "
+         "configuration or connectivity",
+         {"seq", "op"}},
+    };
+    return kBuiltins;
+}
+
+std::optional<std::int64_t> ParseDuration(const std::string& text) {
+    if (text.size() < 2) return std::nullopt;
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, n);
+    if (ec != std::errc() || end != text.data() + text.size() - 1 || n <= 0) return std::nullopt;
+    switch (text.back()) {
+        case 's': return n;
+        case 'm': return n * 60;
+        case 'h': return n * 3600;
+        case 'd': return n * 86400;
+        case 'w': return n * 7 * 86400;
+        default: return std::nullopt;
+    }
+}
+
+namespace internal {
+
+const char* ItemKindName(ItemKind kind) {
+    switch (kind) {
+        case ItemKind::kSignature: return "signature";
+        case ItemKind::kList: return "list";
+        case ItemKind::kRule: return "rule";
+    }
+    return "rule";
+}
+
+std::string Context(const ItemInfo& item) {
+    return std::string("In ") + ItemKindName(item.kind) + " '" + item.name + "'";
+}
+
+Location LocationOf(const SourceFile& file, const YAML::Node& node) {
+    if (!node.IsDefined()) return Location{file.name, 0, 0};
+    YAML::Mark mark = node.Mark();
+    if (mark.is_null()) return Location{file.name, 0, 0};
+    return Location{file.name, mark.line + 1, mark.column + 1};
+}
+
+void Reporter::Error(const std::string& code, const Location& where, const std::string& context,
+                     const std::string& message) {
+    Add(Severity::kError, code, where, context, message);
+}
+
+void Reporter::Warning(const std::string& code, const Location& where,
+                       const std::string& context, const std::string& message) {
+    Add(Severity::kWarning, code, where, context, message);
+}
+
+void Reporter::Add(Severity severity, const std::string& code, const Location& where,
+                   const std::string& context, const std::string& message) {
+    LoadMessage m{severity, code, where, context, message, ""};
+    for (const SourceFile& f : *files_) {
+        if (f.name != where.file || where.line < 1 ||
+            static_cast<std::size_t>(where.line) > f.lines.size()) {
+            continue;
+        }
+        const std::string& line = f.lines[static_cast<std::size_t>(where.line) - 1];
+        m.snippet = line + "\n";
+        std::string caret;
+        for (int i = 1; i < where.column && static_cast<std::size_t>(i) <= line.size(); ++i) {
+            caret += line[static_cast<std::size_t>(i) - 1] == '\t' ? '\t' : ' ';
+        }
+        m.snippet += caret + "^\n";
+        break;
+    }
+    result_->messages.push_back(std::move(m));
+}
+
+}  // namespace internal
+
+struct RuleLoader::Impl {
+    std::vector<internal::SourceFile> files;
+};
+
+RuleLoader::RuleLoader() : impl_(new Impl) {}
+RuleLoader::~RuleLoader() { delete impl_; }
+
+void RuleLoader::Add(std::string name, std::string text) {
+    internal::SourceFile file{std::move(name), std::move(text), {}};
+    std::istringstream in(file.text);
+    std::string line;
+    while (std::getline(in, line)) file.lines.push_back(line);
+    impl_->files.push_back(std::move(file));
+}
+
+std::optional<RuleSet> RuleLoader::Compile(LoadResult* result) {
+    LoadResult local;
+    LoadResult& out = result != nullptr ? *result : local;
+    internal::Reporter report(&impl_->files, &out);
+    std::vector<std::vector<internal::ItemInfo>> per_file;
+    for (std::size_t i = 0; i < impl_->files.size(); ++i) {
+        per_file.push_back(internal::ReadItems(impl_->files[i], i, report));
+    }
+    std::vector<internal::ItemInfo> items = internal::CollectItems(per_file, report);
+    // Errors in reading make references unreliable; still compile to report more problems.
+    std::optional<RuleSet> set = internal::CompileItems(items, impl_->files, report);
+    if (!out.ok()) return std::nullopt;
+    return set;
+}
+
+}  // namespace autoheal::diag
