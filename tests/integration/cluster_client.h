@@ -9,13 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace autoheal::testing {
+#include "subprocess.h"
 
-struct CommandResult {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
+namespace autoheal::testing {
 
 // Runs argv with SLURM_CONF set for the test cluster; `cwd` if given. Captures output.
 CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& cwd = "");

@@ -1,0 +1,23 @@
+// Helpers for diagnosis tests: load the shipped rules once, classify text like the CLI does.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/rule_files.h"
+#include "autoheal/diag/scanner.h"
+
+namespace autoheal::diag::testing {
+
+// The rules in the source tree's etc/rules.d (AUTOHEAL_SOURCE_DIR is compiled in).
+const RuleSet& ShippedRules();
+std::shared_ptr<const Scanner> ShippedScanner();
+
+// Scan + analyze + diagnose, as `autoheal classify` does.
+Diagnosis Classify(const std::string& text, const DiagnoseOptions& options = {},
+                   EvidenceSet* evidence_out = nullptr);
+
+std::string ReadFile(const std::string& path);
+
+}  // namespace autoheal::diag::testing

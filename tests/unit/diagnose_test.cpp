@@ -1,0 +1,171 @@
+// Reasoning with the shipped rules: sympathetic errors, app faults vs hardware, NCCL ranks,
+// conflicting evidence, escalation on history, culprit extraction.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "diag_test_util.h"
+
+namespace autoheal::diag::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::Field;
+
+std::string Watchdog(int rank, int seq, const std::string& op, int numel) {
+    return "[rank" + std::to_string(rank) + "]:[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] [Rank " +
+           std::to_string(rank) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" +
+           std::to_string(seq) + ", OpType=" + op + ", NumelIn=" + std::to_string(numel) +
+           ", NumelOut=" + std::to_string(numel) +
+           ", Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n";
+}
+
+TEST(Diagnose, NothingFoundIsUnknownWithNoPlan) {
+    Diagnosis d = Classify("hello\nworld\n");
+    EXPECT_EQ(d.cause, "unknown");
+    EXPECT_TRUE(d.actions.empty());
+    EXPECT_FALSE(d.requeue);
+    EXPECT_TRUE(d.rule.empty());
+    EXPECT_EQ(d.confidence, 0.0);
+}
+
+TEST(Diagnose, Xid45IsNeverTheRootCauseBesideAnotherXid) {
+    Diagnosis d = Classify(
+        "[10.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+        "[10.1] NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=python, Ch 00000001\n");
+    EXPECT_EQ(d.rule, "xid-79-fallen-off-bus");
+    EXPECT_EQ(d.cause, "faulty_gpu");
+    EXPECT_EQ(d.culprit.gpu, "0000:3b:00.0");
+    EXPECT_THAT(d.actions, ElementsAre("drain", "reboot"));
+    for (const Finding& f : d.findings) EXPECT_NE(f.rule, "xid-45-alone");
+
+    Diagnosis alone = Classify("NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=p, Ch 00000001\n");
+    EXPECT_EQ(alone.rule, "xid-45-alone");
+}
+
+TEST(Diagnose, AppXidsAreUserErrorsAndDoNotRequeue) {
+    Diagnosis d = Classify(
+        "NVRM: Xid (PCI:0000:43:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp "
+        "Exception on (GPC 9, TPC 1, SM 1): Out Of Range Address\n"
+        "NVRM: Xid (PCI:0000:43:00): 43, pid=77, name=python, Ch 00000010\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n");
+    EXPECT_EQ(d.cause, "user_error");
+    EXPECT_FALSE(d.requeue);
+    EXPECT_TRUE(d.actions.empty());
+}
+
+TEST(Diagnose, SameGpuFaultingAcrossJobsEscalatesToHardware) {
+    const std::string log =
+        "NVRM: Xid (PCI:0000:43:00): 13, pid=1, name=p, Graphics Exception: ESR 0x1=0x2\n";
+    DiagnoseOptions options;
+    options.now = 1'000'000;
+    options.job = "300";
+    options.history = {{options.now - 3600, "n1", "0000:43:00.0", "xid-app-fault", "", "100"},
+                       {options.now - 7200, "n1", "0000:43:00.0", "xid-app-fault", "", "200"}};
+    Diagnosis d = Classify(log, options);
+    EXPECT_EQ(d.cause, "faulty_gpu");
+    EXPECT_TRUE(d.requeue);
+    EXPECT_THAT(d.actions, ElementsAre("drain", "reset_gpu"));
+    EXPECT_FALSE(d.escalation.empty());
+
+    // The same job failing again is not evidence against the GPU.
+    options.history = {{options.now - 3600, "n1", "0000:43:00.0", "xid-app-fault", "", "300"},
+                       {options.now - 7200, "n1", "0000:43:00.0", "xid-app-fault", "", "300"}};
+    EXPECT_EQ(Classify(log, options).cause, "user_error");
+    // Nor are faults on another GPU, or older than the window.
+    options.history = {{options.now - 3600, "n1", "0000:44:00.0", "xid-app-fault", "", "100"},
+                       {options.now - 30 * 86400, "n1", "0000:43:00.0", "xid-app-fault", "",
+                        "200"}};
+    EXPECT_EQ(Classify(log, options).cause, "user_error");
+}
+
+TEST(Diagnose, NcclRanksThatAgreeAreATimeoutWithUnknownRoot) {
+    Diagnosis d = Classify(Watchdog(0, 7753, "ALLREDUCE", 5) + Watchdog(4, 7753, "ALLREDUCE", 5));
+    EXPECT_EQ(d.cause, "nccl_timeout");
+    EXPECT_TRUE(d.requeue);
+}
+
+TEST(Diagnose, NcclRanksInDifferentCollectivesAreAnAppDesync) {
+    EXPECT_EQ(Classify(Watchdog(0, 3437, "ALLREDUCE", 4311252) +
+                       Watchdog(1, 3437, "ALLREDUCE", 1))
+                  .cause,
+              "user_error");
+    EXPECT_EQ(Classify(Watchdog(0, 10, "ALLREDUCE", 8) + Watchdog(1, 11, "BROADCAST", 8)).rule,
+              "nccl-ranks-desync");
+}
+
+TEST(Diagnose, TheRankThatNeverReportedIsTheCulprit) {
+    std::string log = "[rank3]:step 100 loss=1.0\n[rank0]:step 100 loss=1.0\n" +
+                      Watchdog(0, 500, "ALLREDUCE", 8) + Watchdog(1, 500, "ALLREDUCE", 8) +
+                      Watchdog(2, 500, "ALLREDUCE", 8);
+    Diagnosis d = Classify(log);
+    EXPECT_EQ(d.rule, "nccl-missing-rank");
+    ASSERT_TRUE(d.culprit.rank.has_value());
+    EXPECT_EQ(*d.culprit.rank, 3);
+    EXPECT_TRUE(d.requeue);
+}
+
+TEST(Diagnose, TimeoutOnTheFirstCollectiveIsConfiguration) {
+    Diagnosis d = Classify(Watchdog(0, 1, "ALLREDUCE", 1) + Watchdog(1, 1, "ALLREDUCE", 1));
+    EXPECT_EQ(d.rule, "nccl-first-collective");
+    EXPECT_FALSE(d.requeue);
+}
+
+TEST(Diagnose, HardwareEvidenceOutranksTheNcclSymptom) {
+    Diagnosis d = Classify(Watchdog(0, 9, "ALLREDUCE", 5) + Watchdog(1, 9, "ALLREDUCE", 5) +
+                           "Nov 29 10:00:01 gpu-node7 kernel: NVRM: Xid (PCI:0000:3B:00): 48, "
+                           "pid='<unknown>', name=<unknown>, An uncorrectable double bit error "
+                           "(DBE) has been detected on GPU in the framebuffer at physAddr "
+                           "0x7fffa8860 partition 7, subpartition 1.\n");
+    EXPECT_EQ(d.cause, "gpu_hbm_memory");
+    EXPECT_EQ(d.culprit.gpu, "0000:3b:00.0");
+    EXPECT_EQ(d.culprit.node, "gpu-node7");
+    EXPECT_THAT(d.findings, Contains(Field(&Finding::rule, "nccl-watchdog-timeout")));
+}
+
+TEST(Diagnose, CloseConflictingCausesLowerConfidence) {
+    Diagnosis clear = Classify("NVRM: Xid (PCI:0000:01:00): 62, 223b6a66 00002100\n");
+    Diagnosis conflicted = Classify(
+        "NVRM: Xid (PCI:0000:01:00): 62, 223b6a66 00002100\n"
+        "NVRM: Xid (PCI:0000:02:00): 74, pid=1, name=p, NVLink: fatal error detected on link 3\n");
+    EXPECT_EQ(conflicted.cause, "gpu_system_processor");
+    EXPECT_LT(conflicted.confidence, clear.confidence);
+}
+
+TEST(Diagnose, RecoveryActionJoinsThePlan) {
+    Diagnosis d = Classify(
+        "NVRM: Xid (PCI:0000:01:00): 119, pid=9, name=nvidia-smi, Timeout after 6s of waiting "
+        "for RPC response from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4).\n"
+        "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 "
+        "(Node Reboot Required)\n");
+    EXPECT_EQ(d.cause, "gpu_system_processor");
+    EXPECT_THAT(d.actions, ElementsAre("drain", "reset_gpu", "reboot"));
+}
+
+TEST(Diagnose, MultiLineFallenOffTheBusNamesItsGpu) {
+    Diagnosis d = Classify(
+        "[5.0] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+        "[5.0] NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+        "[5.0] NVRM: fallen off the bus and is not responding to commands.\n");
+    EXPECT_EQ(d.cause, "faulty_gpu");
+    EXPECT_EQ(d.culprit.gpu, "0000:b3:00.0");
+}
+
+TEST(Diagnose, NodeOptionNamesTheCulpritNode) {
+    DiagnoseOptions options;
+    options.node = "node3";
+    Diagnosis d = Classify("mce: [Hardware Error]: Machine check events logged\n", options);
+    EXPECT_EQ(d.cause, "host_cpu");
+    EXPECT_EQ(d.culprit.node, "node3");
+}
+
+TEST(Diagnose, EvidenceCarriesLineNumbers) {
+    Diagnosis d = Classify("a\nb\nFailed to initialize NVML: Driver/library version mismatch\n");
+    ASSERT_EQ(d.evidence.size(), 1u);
+    EXPECT_EQ(d.evidence[0].line, 3u);
+    EXPECT_EQ(d.evidence[0].signature, "nvml-driver-mismatch");
+}
+
+}  // namespace
+}  // namespace autoheal::diag::testing

@@ -1,0 +1,232 @@
+// The rule loader, Falco-style: raw YAML in, stable codes, locations and snippets out.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "autoheal/diag/rules.h"
+
+namespace autoheal::diag {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr const char* kBase = R"(- signature: xid
+  regex: 'NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+)'
+  example: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.'
+- list: bad-xids
+  items: [79, 48]
+- rule: bad-xid
+  match: {xid: {list: bad-xids}}
+  cause: faulty_gpu
+  actions: [drain, reboot]
+)";
+
+struct Loaded {
+    std::optional<RuleSet> rules;
+    LoadResult result;
+};
+
+Loaded Load(std::vector<std::pair<std::string, std::string>> files) {
+    RuleLoader loader;
+    for (auto& [name, text] : files) loader.Add(name, text);
+    Loaded out;
+    out.rules = loader.Compile(&out.result);
+    return out;
+}
+
+const LoadMessage* Find(const LoadResult& r, const std::string& code) {
+    for (const auto& m : r.messages) {
+        if (m.code == code) return &m;
+    }
+    return nullptr;
+}
+
+TEST(RuleLoader, LoadsValidRules) {
+    auto l = Load({{"base.yaml", kBase}});
+    ASSERT_TRUE(l.rules) << l.result.Format();
+    EXPECT_THAT(l.result.messages, IsEmpty()) << l.result.Format();
+    const Rule* r = l.rules->FindRule("bad-xid");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->cause, "faulty_gpu");
+    EXPECT_TRUE(r->requeue);  // default: the cause is an infrastructure fault
+    ASSERT_EQ(r->match.where.size(), 1u);
+    EXPECT_EQ(r->match.where[0].values, (std::vector<std::string>{"79", "48"}));
+}
+
+TEST(RuleLoader, YamlSyntaxErrorHasLocation) {
+    auto l = Load({{"r.yaml", "- rule: x\n  match: {xid: [79\n"}});
+    EXPECT_FALSE(l.rules);
+    const LoadMessage* m = Find(l.result, "LOAD_ERR_YAML_PARSE");
+    ASSERT_NE(m, nullptr) << l.result.Format();
+    EXPECT_EQ(m->where.file, "r.yaml");
+    EXPECT_GT(m->where.line, 0);
+}
+
+TEST(RuleLoader, UnknownKeyIsLocatedWithCaretAndSuggestion) {
+    std::string text = std::string(kBase) + "- rule: typo\n  match: {xid: 79}\n  cuase: faulty_gpu\n";
+    auto l = Load({{"r.yaml", text}});
+    EXPECT_FALSE(l.rules);
+    const LoadMessage* m = Find(l.result, "LOAD_ERR_UNKNOWN_KEY");
+    ASSERT_NE(m, nullptr) << l.result.Format();
+    EXPECT_EQ(m->where.line, 12);
+    EXPECT_EQ(m->where.column, 3);
+    EXPECT_EQ(m->context, "In rule 'typo'");
+    EXPECT_THAT(m->message, HasSubstr("did you mean 'cause'?"));
+    EXPECT_EQ(m->snippet, "  cuase: faulty_gpu\n  ^\n");
+    EXPECT_THAT(l.result.Format(),
+                HasSubstr("r.yaml:12:3: error: LOAD_ERR_UNKNOWN_KEY: In rule 'typo': "));
+}
+
+TEST(RuleLoader, BadRegexPointsAtThePattern) {
+    auto l = Load({{"s.yaml", "- signature: broken\n  regex: 'Xid (unclosed'\n"}});
+    EXPECT_FALSE(l.rules);
+    const LoadMessage* m = Find(l.result, "LOAD_ERR_BAD_REGEX");
+    ASSERT_NE(m, nullptr) << l.result.Format();
+    EXPECT_EQ(m->where.line, 2);
+    EXPECT_EQ(m->where.column, 10);
+    EXPECT_THAT(m->message, HasSubstr("missing )"));
+}
+
+TEST(RuleLoader, BacktrackingOnlySyntaxIsRefused) {
+    // RE2 guarantees linear time; back-references are not allowed in admin patterns.
+    auto l = Load({{"s.yaml", "- signature: backref\n  regex: '(a+)\\1'\n"}});
+    EXPECT_NE(Find(l.result, "LOAD_ERR_BAD_REGEX"), nullptr) << l.result.Format();
+}
+
+TEST(RuleLoader, ExampleMustMatch) {
+    auto l = Load({{"s.yaml", "- signature: s\n  regex: 'foo'\n  example: 'bar'\n"}});
+    EXPECT_NE(Find(l.result, "LOAD_ERR_EXAMPLE_MISMATCH"), nullptr);
+}
+
+TEST(RuleLoader, UnknownCauseAndActionAreErrors) {
+    std::string text = std::string(kBase) +
+                       "- rule: r2\n  match: {xid: 79}\n  cause: gremlins\n"
+                       "- rule: r3\n  match: {xid: 79}\n  cause: faulty_gpu\n  actions: [pray]\n";
+    auto l = Load({{"r.yaml", text}});
+    EXPECT_FALSE(l.rules);
+    const LoadMessage* cause = Find(l.result, "LOAD_ERR_UNKNOWN_CAUSE");
+    ASSERT_NE(cause, nullptr);
+    EXPECT_EQ(cause->where.line, 12);
+    EXPECT_THAT(cause->message, HasSubstr("known causes: faulty_gpu"));
+    const LoadMessage* action = Find(l.result, "LOAD_ERR_UNKNOWN_ACTION");
+    ASSERT_NE(action, nullptr);
+    EXPECT_EQ(action->where.line, 16);
+}
+
+TEST(RuleLoader, UndefinedReferencesAreErrors) {
+    std::string text = std::string(kBase) +
+                       "- rule: r2\n  match: {signature: nope}\n  cause: nic\n"
+                       "- rule: r3\n  match: {xid: {list: nolist}}\n  cause: nic\n"
+                       "- rule: r4\n  match: {xid: 1}\n  cause: nic\n  suppressed_by: [ghost]\n";
+    auto l = Load({{"r.yaml", text}});
+    EXPECT_FALSE(l.rules);
+    int undefined = 0;
+    for (const auto& m : l.result.messages) undefined += m.code == "LOAD_ERR_UNDEFINED_REF";
+    EXPECT_EQ(undefined, 3) << l.result.Format();
+}
+
+TEST(RuleLoader, UnknownFieldNamesTheSignaturesFields) {
+    std::string text = std::string(kBase) +
+                       "- rule: r2\n  match: {signature: xid, where: {gpu: x}}\n  cause: nic\n";
+    auto l = Load({{"r.yaml", text}});
+    const LoadMessage* m = Find(l.result, "LOAD_ERR_UNKNOWN_FIELD");
+    ASSERT_NE(m, nullptr) << l.result.Format();
+    EXPECT_THAT(m->message, HasSubstr("its fields: pci, xid"));
+}
+
+TEST(RuleLoader, DuplicateInOneFileIsAnError) {
+    std::string text = std::string(kBase) + "- rule: bad-xid\n  match: {xid: 1}\n  cause: nic\n";
+    auto l = Load({{"r.yaml", text}});
+    EXPECT_NE(Find(l.result, "LOAD_ERR_DUPLICATE"), nullptr);
+}
+
+TEST(RuleLoader, LaterFileReplacesOverridesOrDisables) {
+    auto replaced = Load({{"a.yaml", kBase},
+                          {"b.yaml", "- rule: bad-xid\n  match: {xid: 79}\n  cause: nic\n"}});
+    ASSERT_TRUE(replaced.rules) << replaced.result.Format();
+    EXPECT_EQ(replaced.rules->FindRule("bad-xid")->cause, "nic");
+    EXPECT_TRUE(replaced.rules->FindRule("bad-xid")->actions.empty());
+
+    auto appended = Load({{"a.yaml", kBase},
+                          {"b.yaml",
+                           "- rule: bad-xid\n  actions: [rma_ticket]\n  override: {actions: "
+                           "append}\n- list: bad-xids\n  items: [64]\n  override: {items: "
+                           "append}\n"}});
+    ASSERT_TRUE(appended.rules) << appended.result.Format();
+    const Rule* r = appended.rules->FindRule("bad-xid");
+    EXPECT_EQ(r->actions, (std::vector<std::string>{"drain", "reboot", "rma_ticket"}));
+    EXPECT_EQ(r->cause, "faulty_gpu");
+    EXPECT_EQ(r->match.where[0].values, (std::vector<std::string>{"79", "48", "64"}));
+
+    auto disabled = Load({{"a.yaml", kBase}, {"b.yaml", "- rule: bad-xid\n  enabled: false\n"}});
+    ASSERT_TRUE(disabled.rules) << disabled.result.Format();
+    EXPECT_EQ(disabled.rules->FindRule("bad-xid"), nullptr);
+}
+
+TEST(RuleLoader, OverrideOfUndefinedItemIsAnError) {
+    auto l = Load({{"a.yaml", kBase},
+                   {"b.yaml", "- rule: ghost\n  actions: [drain]\n  override: {actions: append}\n"}});
+    const LoadMessage* m = Find(l.result, "LOAD_ERR_UNDEFINED_REF");
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->where.file, "b.yaml");
+}
+
+TEST(RuleLoader, UnusedListAndSignatureAreWarnings) {
+    std::string text = std::string(kBase) +
+                       "- list: spare\n  items: [1]\n- signature: lonely\n  regex: 'x'\n";
+    auto l = Load({{"r.yaml", text}});
+    EXPECT_TRUE(l.rules);
+    EXPECT_TRUE(l.result.ok());
+    EXPECT_TRUE(l.result.has_warnings());
+    EXPECT_NE(Find(l.result, "LOAD_WARN_UNUSED_LIST"), nullptr);
+    EXPECT_NE(Find(l.result, "LOAD_WARN_UNUSED_SIGNATURE"), nullptr);
+}
+
+TEST(RuleLoader, EscalationIsParsedAndValidated) {
+    std::string ok = std::string(kBase) +
+                     "- rule: esc\n  match: {xid: 13}\n  cause: user_error\n  escalate:\n"
+                     "    - when: {repeats: 3, within: 7d, per: gpu, distinct: job}\n"
+                     "      cause: faulty_gpu\n      actions: [drain]\n      requeue: true\n";
+    auto l = Load({{"r.yaml", ok}});
+    ASSERT_TRUE(l.rules) << l.result.Format();
+    const Rule* r = l.rules->FindRule("esc");
+    ASSERT_EQ(r->escalate.size(), 1u);
+    EXPECT_EQ(r->escalate[0].repeats, 3);
+    EXPECT_EQ(r->escalate[0].within_seconds, 7 * 86400);
+    EXPECT_TRUE(r->escalate[0].distinct_jobs);
+    EXPECT_EQ(r->escalate[0].cause, "faulty_gpu");
+
+    std::string bad = std::string(kBase) +
+                      "- rule: esc\n  match: {xid: 13}\n  cause: user_error\n  escalate:\n"
+                      "    - when: {repeats: 3, within: soon, per: rack}\n";
+    auto b = Load({{"r.yaml", bad}});
+    EXPECT_FALSE(b.rules);
+    EXPECT_THAT(b.result.Format(), HasSubstr("within: expected a duration"));
+    EXPECT_THAT(b.result.Format(), HasSubstr("per: expected gpu or node"));
+}
+
+TEST(RuleLoader, ShapeErrorsAreReportedNotThrown) {
+    for (const char* text : {"rule: not-a-list\n", "- 42\n", "- rule: [a, b]\n",
+                             "- rule: r\n  signature: s\n", "- rule: r\n  match: 7\n  cause: nic\n",
+                             "- rule: r\n  match: {any: []}\n  cause: nic\n",
+                             "- rule: r\n  match: {xid: 1, any: [{xid: 2}]}\n  cause: nic\n",
+                             "- rule: r\n  match: {bogus: 1}\n  cause: nic\n"}) {
+        auto l = Load({{"r.yaml", text}});
+        EXPECT_FALSE(l.result.ok()) << text;
+        EXPECT_FALSE(l.rules) << text;
+    }
+}
+
+TEST(ParseDuration, Units) {
+    EXPECT_EQ(ParseDuration("45s"), 45);
+    EXPECT_EQ(ParseDuration("90m"), 5400);
+    EXPECT_EQ(ParseDuration("12h"), 43200);
+    EXPECT_EQ(ParseDuration("30d"), 30 * 86400);
+    EXPECT_EQ(ParseDuration("2w"), 14 * 86400);
+    EXPECT_EQ(ParseDuration("d"), std::nullopt);
+    EXPECT_EQ(ParseDuration("-1d"), std::nullopt);
+    EXPECT_EQ(ParseDuration("3y"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace autoheal::diag

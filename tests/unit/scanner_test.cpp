@@ -1,0 +1,131 @@
+// The scanner: every matching line, right line numbers, named fields, bounded memory, and the
+// same answers whichever path (Hyperscan prefilter or RE2 line by line) a pattern takes.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "autoheal/diag/scanner.h"
+
+namespace autoheal::diag {
+namespace {
+
+SignatureDef Sig(std::string name, std::string regex) {
+    SignatureDef s;
+    s.name = std::move(name);
+    s.regex = std::move(regex);
+    return s;
+}
+
+std::shared_ptr<const Scanner> Build(std::vector<SignatureDef> sigs, ScanLimits limits = {}) {
+    auto r = Scanner::Build(sigs, limits);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
+    return *r;
+}
+
+TEST(Scanner, FindsLinesWithFieldsAndLineNumbers) {
+    auto scanner = Build({Sig("xid", R"(NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+))"),
+                          Sig("oom", "CUDA out of memory")});
+    EvidenceSet set;
+    scanner->ScanText(
+        "boot\n[1.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1\nnoise\r\nCUDA out of memory x\n"
+        "NVRM: Xid (PCI:0000:3c:00): 48, a\nNVRM: Xid (PCI:0000:3c:00): 48, a",
+        "log", &set);
+    ASSERT_EQ(set.items.size(), 4u);
+    EXPECT_EQ(set.items[0].line, 2u);
+    EXPECT_EQ(set.items[0].Field("pci"), "0000:3b:00");
+    EXPECT_EQ(set.items[0].Field("xid"), "79");
+    EXPECT_EQ(set.items[1].signature, "oom");
+    EXPECT_EQ(set.items[1].line, 4u);
+    EXPECT_EQ(set.items[3].line, 6u);  // last line without a newline
+    EXPECT_EQ(set.lines, 6u);
+    EXPECT_EQ(set.Count("xid"), 3u);
+}
+
+TEST(Scanner, OneEvidencePerSignatureAndLine) {
+    auto scanner = Build({Sig("x", "ab"), Sig("y", "b")});
+    EvidenceSet set;
+    scanner->ScanText("ab ab ab\n", "log", &set);
+    ASSERT_EQ(set.items.size(), 2u);
+    EXPECT_EQ(set.Count("x"), 1u);
+}
+
+TEST(Scanner, CapsEvidencePerSignatureButCountsAll) {
+    ScanLimits limits;
+    limits.per_signature_cap = 3;
+    auto scanner = Build({Sig("e", "error")}, limits);
+    std::string text;
+    for (int i = 0; i < 100; ++i) text += "an error here\n";
+    EvidenceSet set;
+    scanner->ScanText(text, "log", &set);
+    EXPECT_EQ(set.items.size(), 3u);
+    EXPECT_EQ(set.Count("e"), 100u);
+}
+
+TEST(Scanner, AnchorsWorkPerLine) {
+    auto scanner = Build({Sig("exc", R"(^(?P<exc>\w+Error): )")});
+    EvidenceSet set;
+    scanner->ScanText("x ValueError: no\nValueError: yes\n", "log", &set);
+    ASSERT_EQ(set.items.size(), 1u);
+    EXPECT_EQ(set.items[0].line, 2u);
+}
+
+TEST(Scanner, StreamsFilesInChunksWithCorrectLineNumbers) {
+    ScanLimits limits;
+    limits.chunk_bytes = 64;  // force many chunks and lines cut at chunk edges
+    auto scanner = Build({Sig("hit", R"(fault (?P<n>\d+))")}, limits);
+    char path[] = "/tmp/autoheal-scanner-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    std::string text;
+    for (int i = 1; i <= 500; ++i) {
+        text += (i % 50 == 0) ? "a fault " + std::to_string(i) + "\n"
+                              : "normal line number " + std::to_string(i) + "\n";
+    }
+    text += std::string(200, 'z') + " fault 999 in a line longer than a chunk\n";
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    lseek(fd, 0, SEEK_SET);
+    EvidenceSet set;
+    ASSERT_TRUE(scanner->ScanFd(fd, path, &set).ok());
+    close(fd);
+    unlink(path);
+    ASSERT_EQ(set.items.size(), 11u);
+    for (std::size_t i = 0; i < 10; ++i) {
+        EXPECT_EQ(set.items[i].line, (i + 1) * 50);
+        EXPECT_EQ(set.items[i].Field("n"), std::to_string((i + 1) * 50));
+    }
+    // The over-long line is scanned in pieces and keeps its own line number.
+    EXPECT_EQ(set.items[10].line, 501u);
+    EXPECT_EQ(set.items[10].Field("n"), "999");
+    EXPECT_EQ(set.lines, 501u);
+    EXPECT_EQ(set.bytes, text.size());
+}
+
+TEST(Scanner, PatternsHyperscanRejectsStillMatchLineByLine) {
+    // \b word boundaries with Unicode classes are accepted by RE2; whichever path each pattern
+    // takes, the results must be the same.
+    auto scanner = Build({Sig("a", R"(\pL+ failed)"), Sig("b", "plain")});
+    EvidenceSet set;
+    scanner->ScanText("Überprüfung failed\nplain text\n", "log", &set);
+    EXPECT_EQ(set.Count("a"), 1u);
+    EXPECT_EQ(set.Count("b"), 1u);
+    EXPECT_EQ(scanner->prefiltered() + scanner->line_by_line(), 2u);
+}
+
+TEST(Scanner, BadPatternIsAnError) {
+    auto r = Scanner::Build({Sig("bad", "(")});
+    EXPECT_FALSE(r.ok());
+}
+
+TEST(Scanner, EmptyAndBinaryInputIsHarmless) {
+    auto scanner = Build({Sig("x", "Xid")});
+    EvidenceSet set;
+    scanner->ScanText("", "empty", &set);
+    scanner->ScanText(std::string("\0\xff\xfeXid\0\n", 8), "bin", &set);
+    EXPECT_EQ(set.Count("x"), 1u);
+}
+
+}  // namespace
+}  // namespace autoheal::diag
