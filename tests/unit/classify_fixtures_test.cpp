@@ -54,21 +54,37 @@ TEST_P(ClassifyFixture, MatchesExpectation) {
     }
     Diagnosis d = Classify(f.log, options);
     const nlohmann::json& e = f.expect;
-    if (e.contains("cause")) EXPECT_EQ(d.cause, e["cause"].get<std::string>());
-    if (e.contains("rule")) EXPECT_EQ(d.rule, e["rule"].get<std::string>());
-    if (e.contains("actions")) EXPECT_EQ(d.actions, e["actions"].get<std::vector<std::string>>());
-    if (e.contains("requeue")) EXPECT_EQ(d.requeue, e["requeue"].get<bool>());
+    if (e.contains("cause")) {
+        EXPECT_EQ(d.cause, e["cause"].get<std::string>());
+    }
+    if (e.contains("rule")) {
+        EXPECT_EQ(d.rule, e["rule"].get<std::string>());
+    }
+    if (e.contains("actions")) {
+        EXPECT_EQ(d.actions, e["actions"].get<std::vector<std::string>>());
+    }
+    if (e.contains("requeue")) {
+        EXPECT_EQ(d.requeue, e["requeue"].get<bool>());
+    }
     if (e.contains("culprit")) {
         const auto& c = e["culprit"];
-        if (c.contains("gpu")) EXPECT_EQ(d.culprit.gpu, c["gpu"].get<std::string>());
-        if (c.contains("node")) EXPECT_EQ(d.culprit.node, c["node"].get<std::string>());
+        if (c.contains("gpu")) {
+            EXPECT_EQ(d.culprit.gpu, c["gpu"].get<std::string>());
+        }
+        if (c.contains("node")) {
+            EXPECT_EQ(d.culprit.node, c["node"].get<std::string>());
+        }
         if (c.contains("rank")) {
             ASSERT_TRUE(d.culprit.rank.has_value());
             EXPECT_EQ(*d.culprit.rank, c["rank"].get<int>());
         }
     }
-    if (e.contains("min_confidence")) EXPECT_GE(d.confidence, e["min_confidence"].get<double>());
-    if (e.contains("max_confidence")) EXPECT_LE(d.confidence, e["max_confidence"].get<double>());
+    if (e.contains("min_confidence")) {
+        EXPECT_GE(d.confidence, e["min_confidence"].get<double>());
+    }
+    if (e.contains("max_confidence")) {
+        EXPECT_LE(d.confidence, e["max_confidence"].get<double>());
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Logs, ClassifyFixture, ::testing::ValuesIn(LoadFixtures()),

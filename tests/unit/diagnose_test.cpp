@@ -96,7 +96,8 @@ TEST(Diagnose, NcclRanksInDifferentCollectivesAreAnAppDesync) {
 }
 
 TEST(Diagnose, TheRankThatNeverReportedIsTheCulprit) {
-    std::string log = "[rank3]:step 100 loss=1.0\n[rank0]:step 100 loss=1.0\n" +
+    std::string log = "[rank3]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n"
+                      "[rank0]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n" +
                       Watchdog(0, 500, "ALLREDUCE", 8) + Watchdog(1, 500, "ALLREDUCE", 8) +
                       Watchdog(2, 500, "ALLREDUCE", 8);
     Diagnosis d = Classify(log);

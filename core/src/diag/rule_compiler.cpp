@@ -37,7 +37,9 @@ private:
     void CompileRule(const ItemInfo& item);
     std::optional<Condition> CompileCondition(const ItemInfo& item, const YAML::Node& node,
                                               int depth);
-    bool CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test);
+    bool CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test,
+                       int depth = 0);
+    bool Grow(const ItemInfo& item, const YAML::Node& node, std::size_t n);
     std::optional<std::string> Scalar(const ItemInfo& item, const std::string& key);
     std::optional<std::vector<std::string>> Actions(const ItemInfo& item, const YAML::Node& node);
     bool CheckCause(const ItemInfo& item, const YAML::Node& node);
@@ -51,6 +53,11 @@ private:
     std::set<std::string> used_lists_;
     std::set<std::string> used_signatures_;
     int regex_counter_ = 0;
+    // Nodes and where-values of all rules' conditions (the shipped rules have about 200). YAML
+    // aliases let a few bytes repeat a subtree exponentially often; past the limit conditions
+    // are refused instead of hanging or exhausting memory.
+    static constexpr std::size_t kMaxConditionSize = 100000;
+    std::size_t condition_size_ = 0;
 };
 
 bool IsScalarList(const YAML::Node& node) {
@@ -172,12 +179,28 @@ void Compiler::CompileList(const ItemInfo& item) {
     }
 }
 
-bool Compiler::CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test) {
+bool Compiler::Grow(const ItemInfo& item, const YAML::Node& node, std::size_t n) {
+    condition_size_ += n;
+    if (condition_size_ <= kMaxConditionSize) return true;
+    Error(item, node, "LOAD_ERR_YAML_VALIDATE",
+          "conditions too large (over " + std::to_string(kMaxConditionSize) +
+              " conditions and values in all rules; a YAML alias repeating a subtree?)");
+    return false;
+}
+
+bool Compiler::CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test,
+                             int depth) {
+    if (depth > 32) {  // {not: {not: ...}}, possibly an alias of itself
+        Error(item, node, "LOAD_ERR_YAML_VALIDATE", "value nested too deeply");
+        return false;
+    }
     if (node.IsScalar()) {
+        if (!Grow(item, node, 1)) return false;
         test->values.push_back(node.Scalar());
         return true;
     }
     if (IsScalarList(node)) {
+        if (!Grow(item, node, node.size())) return false;
         for (const auto& v : node) test->values.push_back(v.Scalar());
         return true;
     }
@@ -190,12 +213,13 @@ bool Compiler::CompileValues(const ItemInfo& item, const YAML::Node& node, Field
             return false;
         }
         used_lists_.insert(found->first);
+        if (!Grow(item, ref, found->second.size())) return false;
         test->values.insert(test->values.end(), found->second.begin(), found->second.end());
         return true;
     }
     if (node.IsMap() && node.size() == 1 && node["not"]) {
         test->negate = !test->negate;
-        return CompileValues(item, node["not"], test);
+        return CompileValues(item, node["not"], test, depth + 1);
     }
     Error(item, node, "LOAD_ERR_YAML_VALIDATE",
           "expected a value, a list of values, {list: NAME} or {not: ...}");
@@ -208,6 +232,7 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
         Error(item, node, "LOAD_ERR_YAML_VALIDATE", "condition nested too deeply");
         return std::nullopt;
     }
+    if (!Grow(item, node, 1)) return std::nullopt;
     if (!node.IsMap()) {
         Error(item, node, "LOAD_ERR_YAML_VALIDATE",
               "a condition is a mapping: {signature: ...}, {xid: ...}, {regex: ...}, "

@@ -8,9 +8,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
 #include <mutex>
+#include <thread>
 #include <set>
-#include <unordered_map>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace autoheal::diag {
 namespace {
@@ -46,19 +54,50 @@ struct Candidate {
     std::size_t end;    // line end (exclusive, before '\n')
 };
 
+// Counts '\n' in [begin, end). Logs are mostly short lines, so this runs over every byte:
+// 16 bytes at a time with SSE2 (x86-64 baseline; byte counters summed with SAD before they can
+// overflow), bytewise elsewhere.
+std::uint64_t CountNewlines(const char* begin, const char* end) {
+    std::uint64_t n = 0;
+#if defined(__SSE2__)
+    const __m128i nl = _mm_set1_epi8('\n');
+    const __m128i zero = _mm_setzero_si128();
+    while (end - begin >= 16) {
+        __m128i acc = zero;
+        for (int i = 0; i < 255 && end - begin >= 16; ++i, begin += 16) {
+            __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(begin));
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, nl));  // 0xff == -1 per match
+        }
+        __m128i sums = _mm_sad_epu8(acc, zero);
+        n += static_cast<std::uint64_t>(_mm_cvtsi128_si64(sums)) +
+             static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+    }
+#endif
+    for (; begin < end; ++begin) n += *begin == '\n';
+    return n;
+}
+
+// What scanning one chunk found. Line numbers in `items` count from 0 at the chunk's start;
+// the merge adds where the chunk begins.
+struct ChunkResult {
+    std::vector<Evidence> items;
+    std::vector<std::uint64_t> matched;  // by signature index
+    std::uint64_t newlines = 0;
+};
+
 }  // namespace
 
 struct Scanner::Impl {
     ScanLimits limits;
     std::vector<SignatureDef> sigs;
-    std::vector<std::unique_ptr<RE2>> regexes;             // by signature index
-    std::vector<std::vector<std::string>> group_names;     // by signature index, by group
-    std::vector<bool> is_context;                          // context-* signatures
+    std::vector<std::unique_ptr<RE2>> regexes;          // by signature index
+    std::vector<std::vector<std::string>> group_names;  // by signature index, by group
+    std::vector<bool> is_context;                       // context-* signatures
     hs_database_t* db = nullptr;
-    std::vector<unsigned> hs_ids;                          // hyperscan id -> signature index
-    std::vector<unsigned> slow_ids;                        // signatures matched line by line
+    std::vector<unsigned> hs_ids;   // hyperscan id -> signature index
+    std::vector<unsigned> slow_ids; // signatures matched line by line
     std::unique_ptr<RE2::Set> slow_set;
-    mutable std::mutex scratch_mu;                         // one scan at a time per scanner
+    mutable std::mutex scratch_mu;  // guards `scratch` for the single-threaded path
     mutable hs_scratch_t* scratch = nullptr;
 
     ~Impl() {
@@ -66,12 +105,65 @@ struct Scanner::Impl {
         if (db != nullptr) hs_free_database(db);
     }
 
-    void AddEvidence(unsigned sig, std::string_view line, std::size_t source,
-                     std::uint64_t line_no, EvidenceSet* set,
-                     std::unordered_map<unsigned, std::size_t>* counts) const;
-    void ScanChunk(const char* data, std::size_t len, std::size_t source,
-                   std::uint64_t first_line, EvidenceSet* set,
-                   std::unordered_map<unsigned, std::size_t>* counts) const;
+    // `full[i]`: signature i already has per_signature_cap items in the merged result, so its
+    // fields need not be extracted (context-* signatures are not even counted past the cap).
+    void ScanChunk(const char* data, std::size_t len, hs_scratch_t* hs_scratch,
+                   const std::vector<std::atomic<bool>>& full, ChunkResult* out) const;
+    void Confirm(unsigned sig, std::string_view line, std::uint64_t line_no, bool full,
+                 std::vector<std::size_t>* stored, ChunkResult* out) const;
+};
+
+// Merges chunk results in input order, applying the per-signature cap.
+class Merger {
+public:
+    Merger(const Scanner::Impl& impl, std::size_t source, EvidenceSet* set)
+        : impl_(impl), source_(source), set_(set), matched_(impl.sigs.size(), 0),
+          stored_(impl.sigs.size(), 0), full_(impl.sigs.size()) {}
+
+    const std::vector<std::atomic<bool>>& full() const { return full_; }
+
+    void Add(ChunkResult&& r) {
+        for (Evidence& e : r.items) {
+            const std::size_t sig = index_.at(e.signature);
+            if (stored_[sig] >= impl_.limits.per_signature_cap) continue;
+            e.line += next_line_;
+            e.source = source_;
+            set_->items.push_back(std::move(e));
+            if (++stored_[sig] == impl_.limits.per_signature_cap) full_[sig] = true;
+        }
+        for (std::size_t i = 0; i < matched_.size(); ++i) matched_[i] += r.matched[i];
+        next_line_ += r.newlines;
+        set_->lines += r.newlines;
+    }
+
+    void Finish(bool ends_without_newline) {
+        if (ends_without_newline) set_->lines += 1;
+        for (std::size_t i = 0; i < matched_.size(); ++i) {
+            if (matched_[i] == 0) continue;
+            const std::string& name = impl_.sigs[i].name;
+            auto it = std::find_if(set_->counts.begin(), set_->counts.end(),
+                                   [&](const auto& c) { return c.first == name; });
+            if (it != set_->counts.end()) {
+                it->second += matched_[i];
+            } else {
+                set_->counts.emplace_back(name, matched_[i]);
+            }
+        }
+    }
+
+    void IndexSignatures() {
+        for (std::size_t i = 0; i < impl_.sigs.size(); ++i) index_[impl_.sigs[i].name] = i;
+    }
+
+private:
+    const Scanner::Impl& impl_;
+    std::size_t source_;
+    EvidenceSet* set_;
+    std::vector<std::uint64_t> matched_;
+    std::vector<std::size_t> stored_;
+    std::vector<std::atomic<bool>> full_;
+    std::map<std::string, std::size_t, std::less<>> index_;
+    std::uint64_t next_line_ = 1;
 };
 
 Scanner::Scanner() : impl_(std::make_unique<Impl>()) {}
@@ -151,56 +243,63 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
     return std::shared_ptr<const Scanner>(std::move(scanner));
 }
 
-void Scanner::Impl::AddEvidence(unsigned sig, std::string_view line, std::size_t source,
-                                std::uint64_t line_no, EvidenceSet* set,
-                                std::unordered_map<unsigned, std::size_t>* counts) const {
+void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t line_no,
+                            bool full, std::vector<std::size_t>* stored,
+                            ChunkResult* out) const {
     const RE2& re = *regexes[sig];
+    const re2::StringPiece text(line.data(), line.size());
+    if (full || (*stored)[sig] >= limits.per_signature_cap) {
+        // Past the cap only the count matters: confirm without extracting fields (DFA only).
+        if (RE2::PartialMatch(text, re)) ++out->matched[sig];
+        return;
+    }
     const int ngroups = re.NumberOfCapturingGroups();
-    std::vector<re2::StringPiece> groups(static_cast<std::size_t>(ngroups) + 1);
-    if (!re.Match(re2::StringPiece(line.data(), line.size()), 0, line.size(), RE2::UNANCHORED,
-                  groups.data(), ngroups + 1)) {
+    re2::StringPiece groups_small[16];
+    std::vector<re2::StringPiece> groups_big;
+    re2::StringPiece* groups = groups_small;
+    if (ngroups + 1 > 16) {
+        groups_big.resize(static_cast<std::size_t>(ngroups) + 1);
+        groups = groups_big.data();
+    }
+    if (!re.Match(text, 0, line.size(), RE2::UNANCHORED, groups, ngroups + 1)) {
         return;  // the prefilter over-matched
     }
-    std::size_t& stored = (*counts)[sig];
-    const std::string& name = sigs[sig].name;
-    bool found = false;
-    for (auto& [s, n] : set->counts) {
-        if (s == name) {
-            ++n;
-            found = true;
-            break;
-        }
-    }
-    if (!found) set->counts.emplace_back(name, 1);
-    if (stored >= limits.per_signature_cap) return;
-    ++stored;
+    ++out->matched[sig];
+    ++(*stored)[sig];
     Evidence e;
-    e.signature = name;
-    e.source = source;
+    e.signature = sigs[sig].name;
     e.line = line_no;
     e.text = std::string(line.substr(0, limits.max_text));
-    for (std::size_t g = 1; g < groups.size(); ++g) {
-        if (groups[g].data() != nullptr && !group_names[sig][g].empty()) {
-            e.fields.emplace_back(group_names[sig][g], std::string(groups[g]));
+    for (int g = 1; g <= ngroups; ++g) {
+        const std::string& name = group_names[sig][static_cast<std::size_t>(g)];
+        if (groups[g].data() != nullptr && !name.empty()) {
+            e.fields.emplace_back(name, std::string(groups[g]));
         }
     }
-    set->items.push_back(std::move(e));
+    out->items.push_back(std::move(e));
 }
 
-void Scanner::Impl::ScanChunk(const char* data, std::size_t len, std::size_t source,
-                              std::uint64_t first_line, EvidenceSet* set,
-                              std::unordered_map<unsigned, std::size_t>* counts) const {
+void Scanner::Impl::ScanChunk(const char* data, std::size_t len, hs_scratch_t* hs_scratch,
+                              const std::vector<std::atomic<bool>>& full,
+                              ChunkResult* out) const {
+    out->matched.assign(sigs.size(), 0);
     std::vector<Candidate> found;
     if (db != nullptr) {
         struct Ctx {
             const char* data;
             std::size_t len;
-            const std::vector<unsigned>* ids;
+            const Impl* impl;
+            const std::vector<std::atomic<bool>>* full;
             std::vector<Candidate>* found;
-        } ctx{data, len, &hs_ids, &found};
+        } ctx{data, len, this, &full, &found};
         auto on_match = [](unsigned int id, unsigned long long /*from*/, unsigned long long to,
                            unsigned int /*flags*/, void* p) -> int {
             auto* c = static_cast<Ctx*>(p);
+            const unsigned sig = c->impl->hs_ids[id];
+            // Context signatures only feed analyzers: past the cap they are not even counted.
+            if (c->impl->is_context[sig] && (*c->full)[sig].load(std::memory_order_relaxed)) {
+                return 0;
+            }
             std::size_t pos = to > 0 ? static_cast<std::size_t>(to) - 1 : 0;
             if (pos > 0 && c->data[pos] == '\n') --pos;
             const void* nl = pos > 0 ? memrchr(c->data, '\n', pos) : nullptr;
@@ -208,22 +307,20 @@ void Scanner::Impl::ScanChunk(const char* data, std::size_t len, std::size_t sou
                 nl != nullptr
                     ? static_cast<std::size_t>(static_cast<const char*>(nl) - c->data) + 1
                     : 0;
-            unsigned sig = (*c->ids)[id];
             // The same signature matching twice on one line is one candidate.
             for (auto it = c->found->rbegin(); it != c->found->rend() && it->start == start;
                  ++it) {
                 if (it->id == sig) return 0;
             }
             const void* end_nl = memchr(c->data + start, '\n', c->len - start);
-            std::size_t end = end_nl != nullptr
-                                  ? static_cast<std::size_t>(static_cast<const char*>(end_nl) -
-                                                             c->data)
-                                  : c->len;
+            const std::size_t end =
+                end_nl != nullptr
+                    ? static_cast<std::size_t>(static_cast<const char*>(end_nl) - c->data)
+                    : c->len;
             c->found->push_back(Candidate{sig, start, end});
             return 0;
         };
-        std::lock_guard<std::mutex> lock(scratch_mu);
-        hs_scan(db, data, static_cast<unsigned>(len), 0, scratch, on_match, &ctx);
+        hs_scan(db, data, static_cast<unsigned>(len), 0, hs_scratch, on_match, &ctx);
     }
     if (slow_set != nullptr) {
         std::vector<int> hits;
@@ -240,86 +337,202 @@ void Scanner::Impl::ScanChunk(const char* data, std::size_t len, std::size_t sou
             }
             pos = end + 1;
         }
+        // Hyperscan reports in offset order already; the line-by-line additions need sorting.
+        std::stable_sort(found.begin(), found.end(),
+                         [](const Candidate& a, const Candidate& b) { return a.start < b.start; });
     }
-    // Candidates in line order (stable for the signatures of one line).
-    std::stable_sort(found.begin(), found.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.start < b.start; });
-    std::uint64_t line_no = first_line;
+    std::vector<std::size_t> stored(sigs.size(), 0);
+    std::uint64_t line_no = 0;
     std::size_t counted = 0;
     for (const Candidate& c : found) {
-        line_no += static_cast<std::uint64_t>(std::count(data + counted, data + c.start, '\n'));
+        line_no += CountNewlines(data + counted, data + c.start);
         counted = c.start;
         std::string_view line(data + c.start, c.end - c.start);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        AddEvidence(c.id, line, source, line_no, set, counts);
+        Confirm(c.id, line, line_no, full[c.id].load(std::memory_order_relaxed), &stored, out);
     }
+    out->newlines = line_no + CountNewlines(data + counted, data + len);
 }
 
-Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) const {
-    const std::size_t source = set->sources.size();
-    set->sources.push_back(name);
-    std::unordered_map<unsigned, std::size_t> counts;
-    std::vector<char> buf(impl_->limits.chunk_bytes);
-    std::size_t have = 0;
-    std::uint64_t line_no = 1;
+namespace {
+
+// Reads `fd` into whole-line chunks of at most `chunk_bytes` (a longer line is cut) and hands
+// each to `sink(data, len)`. Returns false with errno set on a read error.
+struct ChunkReader {
+    int fd;
+    std::size_t chunk_bytes;
+    std::vector<char> carry;
     bool eof = false;
-    while (!eof || have > 0) {
-        while (!eof && have < buf.size()) {
-            ssize_t n = read(fd, buf.data() + have, buf.size() - have);
+    std::uint64_t bytes = 0;
+    char last = '\n';
+
+    // Fills `buf` with the next chunk; returns its length (0 at the end) or -1 on error.
+    long Next(std::vector<char>* buf) {
+        buf->resize(chunk_bytes);
+        std::size_t have = carry.size();
+        std::memcpy(buf->data(), carry.data(), have);
+        carry.clear();
+        while (!eof && have < buf->size()) {
+            ssize_t n = read(fd, buf->data() + have, buf->size() - have);
             if (n < 0) {
                 if (errno == EINTR) continue;
-                return MakeError(name + ": read failed: " + std::strerror(errno));
+                return -1;
             }
             if (n == 0) {
                 eof = true;
                 break;
             }
             have += static_cast<std::size_t>(n);
-            set->bytes += static_cast<std::uint64_t>(n);
+            bytes += static_cast<std::uint64_t>(n);
         }
-        if (have == 0) break;
-        // Scan up to the last complete line; at EOF or when one line fills the buffer, all of it.
-        const void* nl = memrchr(buf.data(), '\n', have);
-        std::size_t take = nl != nullptr
-                               ? static_cast<std::size_t>(static_cast<const char*>(nl) -
-                                                          buf.data()) + 1
-                               : have;
-        if (nl == nullptr && !eof && have < buf.size()) continue;
-        impl_->ScanChunk(buf.data(), take, source, line_no, set, &counts);
-        const std::uint64_t newlines =
-            static_cast<std::uint64_t>(std::count(buf.data(), buf.data() + take, '\n'));
-        line_no += newlines;
-        set->lines += newlines;
-        if (take == have && (take == 0 || buf[take - 1] != '\n') && eof) set->lines += 1;
-        std::memmove(buf.data(), buf.data() + take, have - take);
-        have -= take;
+        if (have == 0) return 0;
+        std::size_t take = have;
+        if (!eof) {
+            const void* nl = memrchr(buf->data(), '\n', have);
+            if (nl != nullptr) {
+                take = static_cast<std::size_t>(static_cast<const char*>(nl) - buf->data()) + 1;
+            }
+        }
+        carry.assign(buf->data() + take, buf->data() + have);
+        last = (*buf)[take - 1];
+        return static_cast<long>(take);
     }
+};
+
+}  // namespace
+
+Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) const {
+    const Impl& impl = *impl_;
+    Merger merger(impl, set->sources.size(), set);
+    merger.IndexSignatures();
+    set->sources.push_back(name);
+    ChunkReader reader{fd, impl.limits.chunk_bytes, {}, false, 0, '\n'};
+    auto fail = [&]() -> Result<bool> {
+        return MakeError(name + ": read failed: " + std::strerror(errno));
+    };
+
+    // The first chunk is scanned here; a log that fits in it (the usual epilog case) needs no
+    // threads.
+    std::vector<char> first;
+    long len = reader.Next(&first);
+    if (len < 0) return fail();
+    {
+        ChunkResult r;
+        std::lock_guard<std::mutex> lock(impl.scratch_mu);
+        impl.ScanChunk(first.data(), static_cast<std::size_t>(len), impl.scratch, merger.full(),
+                       &r);
+        merger.Add(std::move(r));
+    }
+    bool ends_without_newline = len > 0 && reader.last != '\n';
+    if (!reader.eof) {
+        // Large input: worker threads scan chunks while this thread reads the next ones and
+        // merges results in order. At most `workers + 1` chunks are in memory at once.
+        const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+        struct Job {
+            std::vector<char> data;
+            std::size_t len = 0;
+            ChunkResult result;
+            bool done = false;
+        };
+        std::mutex mu;
+        std::condition_variable cv;
+        std::deque<std::shared_ptr<Job>> in_order;  // submitted, oldest first
+        std::deque<std::shared_ptr<Job>> pending;   // not yet taken by a worker
+        bool closing = false;
+        std::vector<std::thread> threads;
+        std::vector<hs_scratch_t*> scratches;
+        for (unsigned w = 0; w < workers; ++w) {
+            hs_scratch_t* s = nullptr;
+            if (impl.db != nullptr && hs_clone_scratch(impl.scratch, &s) != HS_SUCCESS) break;
+            scratches.push_back(s);
+        }
+        for (hs_scratch_t* s : scratches) {
+            threads.emplace_back([&, s] {
+                for (;;) {
+                    std::shared_ptr<Job> job;
+                    {
+                        std::unique_lock<std::mutex> lock(mu);
+                        cv.wait(lock, [&] { return closing || !pending.empty(); });
+                        if (pending.empty()) return;
+                        job = pending.front();
+                        pending.pop_front();
+                    }
+                    impl.ScanChunk(job->data.data(), job->len, s, merger.full(), &job->result);
+                    {
+                        std::lock_guard<std::mutex> lock(mu);
+                        job->done = true;
+                    }
+                    cv.notify_all();
+                }
+            });
+        }
+        auto merge_oldest = [&] {
+            std::shared_ptr<Job> job;
+            {
+                std::unique_lock<std::mutex> lock(mu);
+                cv.wait(lock, [&] { return in_order.front()->done; });
+                job = in_order.front();
+                in_order.pop_front();
+            }
+            merger.Add(std::move(job->result));
+        };
+        bool read_error = false;
+        for (;;) {
+            if (in_order.size() > scratches.size()) merge_oldest();
+            auto job = std::make_shared<Job>();
+            long n = reader.Next(&job->data);
+            if (n < 0) {
+                read_error = true;
+                break;
+            }
+            if (n == 0) break;
+            job->len = static_cast<std::size_t>(n);
+            ends_without_newline = reader.last != '\n';
+            {
+                std::lock_guard<std::mutex> lock(mu);
+                in_order.push_back(job);
+                pending.push_back(job);
+            }
+            cv.notify_all();
+        }
+        while (!in_order.empty()) merge_oldest();
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            closing = true;
+        }
+        cv.notify_all();
+        for (std::thread& t : threads) t.join();
+        for (hs_scratch_t* s : scratches) {
+            if (s != nullptr) hs_free_scratch(s);
+        }
+        if (read_error) return fail();
+    }
+    set->bytes += reader.bytes;
+    merger.Finish(ends_without_newline);
     return true;
 }
 
 void Scanner::ScanText(std::string_view text, const std::string& name, EvidenceSet* set) const {
-    const std::size_t source = set->sources.size();
+    const Impl& impl = *impl_;
+    Merger merger(impl, set->sources.size(), set);
+    merger.IndexSignatures();
     set->sources.push_back(name);
-    std::unordered_map<unsigned, std::size_t> counts;
     set->bytes += text.size();
-    const std::uint64_t newlines =
-        static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n'));
-    set->lines += newlines + ((!text.empty() && text.back() != '\n') ? 1 : 0);
     // Hyperscan takes at most 4 GiB per call; chunk on line boundaries.
     std::size_t pos = 0;
-    std::uint64_t line_no = 1;
+    std::lock_guard<std::mutex> lock(impl.scratch_mu);
     while (pos < text.size()) {
-        std::size_t take = std::min(text.size() - pos, impl_->limits.chunk_bytes);
+        std::size_t take = std::min(text.size() - pos, impl.limits.chunk_bytes);
         if (pos + take < text.size()) {
             std::size_t nl = text.rfind('\n', pos + take - 1);
             if (nl != std::string_view::npos && nl >= pos) take = nl + 1 - pos;
         }
-        impl_->ScanChunk(text.data() + pos, take, source, line_no, set, &counts);
-        line_no += static_cast<std::uint64_t>(
-            std::count(text.begin() + static_cast<std::ptrdiff_t>(pos),
-                       text.begin() + static_cast<std::ptrdiff_t>(pos + take), '\n'));
+        ChunkResult r;
+        impl.ScanChunk(text.data() + pos, take, impl.scratch, merger.full(), &r);
+        merger.Add(std::move(r));
         pos += take;
     }
+    merger.Finish(!text.empty() && text.back() != '\n');
 }
 
 }  // namespace autoheal::diag

@@ -19,7 +19,7 @@ namespace autoheal::diag {
 struct ScanLimits {
     std::size_t per_signature_cap = 512;  // evidence items kept per signature
     std::size_t max_text = 400;           // bytes of a line kept in Evidence::text
-    std::size_t chunk_bytes = 4 << 20;    // read size; longer lines are cut
+    std::size_t chunk_bytes = 2 << 20;    // read size; longer lines are cut
 };
 
 class Scanner {
@@ -41,9 +41,10 @@ public:
     std::size_t prefiltered() const;
     std::size_t line_by_line() const;
 
+    struct Impl;  // opaque; public only so the implementation's helpers can name it
+
 private:
     Scanner();
-    struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 
