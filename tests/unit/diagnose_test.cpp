@@ -161,6 +161,32 @@ TEST(Diagnose, NodeOptionNamesTheCulpritNode) {
     EXPECT_EQ(d.culprit.node, "node3");
 }
 
+TEST(Diagnose, NvlinkRegistersAreDecodedPerTheCatalog) {
+    EvidenceSet set;
+    Diagnosis mech = Classify(
+        "NVRM: Xid (PCI:0000:3b:00): 74, pid=1, name=p, NVLink: fatal error detected on link "
+        "3(0x1000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)\n",
+        {}, &set);
+    EXPECT_EQ(mech.rule, "xid-74-mechanical");
+    EXPECT_EQ(set.items[0].Field("nvlink_class"), "mechanical");
+    EXPECT_EQ(Classify("NVRM: Xid (PCI:0000:3b:00): 74, pid=1, name=p, NVLink: fatal error "
+                       "detected on link 3(0x800001, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)\n")
+                  .rule,
+              "xid-74-ignorable");
+    // Xid 149: subcode = IntrInfo bits 20-25. 0x025001c6 -> 37 (reset), 0x026001c6 -> 38 (ignore).
+    const std::string prefix =
+        "NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (";
+    const std::string rest = " 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n";
+    Diagnosis reset = Classify(prefix + "0x025001c6" + rest, {}, &set);
+    EXPECT_EQ(set.items[0].Field("subcode"), "37");
+    EXPECT_EQ(reset.rule, "xid-nvlink");
+    EXPECT_THAT(reset.actions, ElementsAre("reset_gpu"));
+    Diagnosis ignore = Classify(prefix + "0x026001c6" + rest);
+    EXPECT_EQ(ignore.rule, "xid-nvlink5-ignorable");
+    EXPECT_TRUE(ignore.actions.empty());
+    EXPECT_FALSE(ignore.requeue);
+}
+
 TEST(Diagnose, EvidenceCarriesLineNumbers) {
     Diagnosis d = Classify("a\nb\nFailed to initialize NVML: Driver/library version mismatch\n");
     ASSERT_EQ(d.evidence.size(), 1u);

@@ -131,7 +131,8 @@ TEST(RuleLoader, UnknownFieldNamesTheSignaturesFields) {
     auto l = Load({{"r.yaml", text}});
     const LoadMessage* m = Find(l.result, "LOAD_ERR_UNKNOWN_FIELD");
     ASSERT_NE(m, nullptr) << l.result.Format();
-    EXPECT_THAT(m->message, HasSubstr("its fields: pci, xid"));
+    EXPECT_THAT(m->message,
+                HasSubstr("its fields: error_status, host, nvlink_class, pci, registers, subcode, xid"));
 }
 
 TEST(RuleLoader, DuplicateInOneFileIsAnError) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "autoheal/diag/diagnosis.h"
@@ -33,6 +35,45 @@ void FillHost(Evidence* e) {
     std::string host;
     if (RE2::PartialMatch(e->text, kSyslog, &host) || RE2::PartialMatch(e->text, kNccl, &host)) {
         e->SetField("host", host);
+    }
+}
+
+// The catalog's WORKFLOW_NVLINK_ERR for Xid 74: what the first register's bits say.
+std::string NvlinkClass(std::uint32_t reg) {
+    auto any = [&](std::initializer_list<int> bits) {
+        for (int b : bits) {
+            if (reg & (1u << b)) return true;
+        }
+        return false;
+    };
+    if (any({4, 5})) return "ecc";
+    if (any({8, 9, 12, 16, 17, 24, 28})) return "mechanical";
+    if (any({21, 22})) return "signal_integrity";
+    if (any({27, 29})) return "other";
+    if (any({1, 20})) return "sympathetic";
+    return "ignore";  // only bits 0, 23, 30 (or none)
+}
+
+// Xid 74 and 144-150 lines end with seven hex registers: "(0x025001c6 0x00000000 ...)" or
+// "(0x..., 0x0, ...)".
+void DecodeNvlinkRegisters(Evidence* e) {
+    auto xid = e->Field("xid");
+    if (!xid) return;
+    const int code = std::atoi(std::string(*xid).c_str());
+    if (code != 74 && (code < 144 || code > 150)) return;
+    static const RE2 kRegs(R"(\((0x[0-9a-fA-F]+)[, ]+(0x[0-9a-fA-F]+)((?:[, ]+0x[0-9a-fA-F]+)*)\))");
+    std::string r0, r1, rest;
+    if (!RE2::PartialMatch(e->text, kRegs, &r0, &r1, &rest)) return;
+    const auto reg0 = static_cast<std::uint32_t>(std::strtoul(r0.c_str(), nullptr, 16));
+    const auto reg1 = static_cast<std::uint32_t>(std::strtoul(r1.c_str(), nullptr, 16));
+    e->SetField("registers", r0 + " " + r1 + rest);
+    if (code == 74) {
+        e->SetField("nvlink_class", NvlinkClass(reg0));
+    } else {
+        e->SetField("subcode", std::to_string((reg0 >> 20) & 0x3f));
+        char status[16];
+        std::snprintf(status, sizeof status, "0x%x", reg1);
+        e->SetField("error_status", status);
     }
 }
 
@@ -179,6 +220,7 @@ void Analyze(EvidenceSet* set) {
             if (k == "pci" || k == "bdf") v = NormalizePci(v);
         }
         FillHost(&e);
+        if (e.signature == "xid") DecodeNvlinkRegisters(&e);
         // R570+ prints "fallen off the bus" a line or two after "The NVIDIA GPU <bdf>".
         if (e.signature == "gpu-fallen-off-bus" && !e.Field("pci")) {
             for (std::size_t j = i; j-- > 0;) {

@@ -159,6 +159,11 @@ void Compiler::CompileSignature(const ItemInfo& item) {
               "the example line does not match the signature's regex");
         return;
     }
+    for (const DerivedFields& d : AnalyzerFields()) {
+        if (std::string_view(d.signature) == "*" || item.name == d.signature) {
+            fields.fields.insert(d.fields.begin(), d.fields.end());
+        }
+    }
     signatures_[item.name] = fields;
     set_.signatures.push_back(std::move(def));
 }

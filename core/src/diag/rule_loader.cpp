@@ -66,6 +66,18 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
     return kBuiltins;
 }
 
+const std::vector<DerivedFields>& AnalyzerFields() {
+    static const std::vector<DerivedFields> kFields{
+        {"*", {"host"}},
+        {"gpu-fallen-off-bus", {"pci"}},
+        // Xid 74 (Hopper NVLink): nvlink_class from the first register's bits, per the
+        // catalog's WORKFLOW_NVLINK_ERR. Xid 144-150 (NVLink5): subcode = IntrInfo bits 20-25,
+        // error_status = the second register.
+        {"xid", {"registers", "nvlink_class", "subcode", "error_status"}},
+    };
+    return kFields;
+}
+
 std::optional<std::int64_t> ParseDuration(const std::string& text) {
     if (text.size() < 2) return std::nullopt;
     std::int64_t n = 0;

@@ -126,6 +126,15 @@ struct BuiltinSignature {
 };
 const std::vector<BuiltinSignature>& BuiltinSignatures();
 
+// Fields the analyzers add to evidence of pattern signatures (beyond their named groups):
+// every signature gets `host` when its line names one; `xid` lines of NVLink Xids get the
+// decoded registers. Rules may test these in `where`.
+struct DerivedFields {
+    const char* signature;  // "*" for every signature
+    std::vector<std::string> fields;
+};
+const std::vector<DerivedFields>& AnalyzerFields();
+
 class RuleLoader {
 public:
     RuleLoader();
