@@ -15,10 +15,11 @@ std::string SelfExe() {
 
 std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>& paths) {
     std::vector<std::string> use = paths;
-    if (use.empty()) use.push_back(diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"),
-                                                         SelfExe()));
+    if (use.empty())
+        use.push_back(diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"), SelfExe()));
     diag::LoadedRules loaded = diag::LoadRuleFiles(use);
-    for (const std::string& e : loaded.read_errors) std::fprintf(stderr, "autoheal: rules: %s\n", e.c_str());
+    for (const std::string& e : loaded.read_errors)
+        std::fprintf(stderr, "autoheal: rules: %s\n", e.c_str());
     if (loaded.files.empty() && loaded.read_errors.empty()) {
         std::fprintf(stderr, "autoheal: rules: no rule files in %s\n", use.front().c_str());
         return std::nullopt;

@@ -21,7 +21,8 @@ constexpr const char* kClassifyUsage =
     "                         [--rules PATH]... [FILE... | -]\n"
     "  Reads the logs (standard input when none or '-'), names the interruption cause, the\n"
     "  culprit and the plan. --history: JSON lines of earlier incidents\n"
-    "  {\"time\": EPOCH_SECONDS, \"node\":..., \"gpu\":..., \"rule\":..., \"job\":...} for escalation.\n";
+    "  {\"time\": EPOCH_SECONDS, \"node\":..., \"gpu\":..., \"rule\":..., \"job\":...} for "
+    "escalation.\n";
 
 std::optional<std::vector<diag::HistoryRecord>> ReadHistory(const std::string& path) {
     std::ifstream in(path);

@@ -73,7 +73,8 @@ int Check(const std::vector<std::string>& args) {
         std::printf("%s\n", out.dump(2).c_str());
         return ok ? 0 : 1;
     }
-    for (const std::string& e : loaded.read_errors) std::printf("%s: Invalid\n  %s\n", e.c_str(), e.c_str());
+    for (const std::string& e : loaded.read_errors)
+        std::printf("%s: Invalid\n  %s\n", e.c_str(), e.c_str());
     for (const std::string& f : loaded.files) {
         std::printf("%s: %s\n", f.c_str(), status(f));
     }
@@ -108,9 +109,9 @@ void PrintCondition(const diag::Condition& c, int indent) {
                 where += "]";
             }
             std::printf("%ssignature %s%s%s\n", pad.c_str(), c.signature.c_str(), where.c_str(),
-                        c.min_count > 1 ? (" at least " + std::to_string(c.min_count) + " times")
-                                              .c_str()
-                                        : "");
+                        c.min_count > 1
+                            ? (" at least " + std::to_string(c.min_count) + " times").c_str()
+                            : "");
         }
     }
 }
@@ -157,8 +158,7 @@ int Explain(const std::vector<std::string>& args) {
     if (rules) {
         if (const diag::Rule* r = rules->FindRule(name)) {
             found = true;
-            std::printf("rule %s (%s:%d)\n", r->name.c_str(), r->where.file.c_str(),
-                        r->where.line);
+            std::printf("rule %s (%s:%d)\n", r->name.c_str(), r->where.file.c_str(), r->where.line);
             if (!r->desc.empty()) std::printf("  %s\n", r->desc.c_str());
             std::printf("  cause: %s\n", r->cause.c_str());
             std::string plan;
@@ -203,7 +203,8 @@ int Explain(const std::vector<std::string>& args) {
         }
     }
     if (!found) {
-        std::fprintf(stderr, "autoheal: rules explain: no cause, action, rule or signature named '%s'\n",
+        std::fprintf(stderr,
+                     "autoheal: rules explain: no cause, action, rule or signature named '%s'\n",
                      name.c_str());
         return 1;
     }

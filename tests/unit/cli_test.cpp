@@ -25,10 +25,10 @@ std::string TempFile(const std::string& name, const std::string& text) {
 }
 
 TEST(CliClassify, JsonShapeForAKernelLog) {
-    auto r = RunProcess({kCli, "classify", "--json", "--rules", kRules, "--node", "gpu7", "-"}, {},
-                        "",
-                        "[1.0] boot\n[2.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, "
-                        "GPU has fallen off the bus.\n");
+    auto r =
+        RunProcess({kCli, "classify", "--json", "--rules", kRules, "--node", "gpu7", "-"}, {}, "",
+                   "[1.0] boot\n[2.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, "
+                   "GPU has fallen off the bus.\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["cause"], "faulty_gpu");
@@ -111,7 +111,8 @@ TEST(CliRules, BrokenFileIsInvalidWithLocationAndSnippet) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.out, HasSubstr(f + ": Invalid"));
     EXPECT_THAT(r.out, HasSubstr(f + ":4:28: error: LOAD_ERR_UNKNOWN_ACTION: In rule 'my-rule'"));
-    EXPECT_THAT(r.out, HasSubstr("  actions: [drain, reboot, pray]\n                           ^\n"));
+    EXPECT_THAT(r.out,
+                HasSubstr("  actions: [drain, reboot, pray]\n                           ^\n"));
 
     auto j = RunProcess({kCli, "rules", "check", "--json", kRules, f});
     EXPECT_EQ(j.exit_code, 1);

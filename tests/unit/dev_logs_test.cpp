@@ -22,20 +22,23 @@ struct Disagreement {
 
 const std::map<std::string, Disagreement>& KnownDisagreements() {
     static const std::map<std::string, Disagreement> kKnown{
-        {"dev-008", {"nccl_timeout",
-                     "one rank's BROADCAST timeout; only the thread says validation ran on one "
-                     "GPU"}},
-        {"dev-016", {"user_error",
-                     "illegal address in the watchdog; only multi-GPU runs fail per the thread "
-                     "(driver/NCCL), the excerpt cannot tell"}},
+        {"dev-008",
+         {"nccl_timeout",
+          "one rank's BROADCAST timeout; only the thread says validation ran on one "
+          "GPU"}},
+        {"dev-016",
+         {"user_error",
+          "illegal address in the watchdog; only multi-GPU runs fail per the thread "
+          "(driver/NCCL), the excerpt cannot tell"}},
         {"dev-018", {"unknown", "launch failure; 'during profiling' is in the issue title only"}},
-        {"dev-024", {"gpu_system_processor",
-                     "Xid 62 (PMU halt) is the catalog's GSP class; the driver regression is "
-                     "in the issue title only"}},
-        {"dev-046", {"io_network",
-                     "Lustre lost its MDT; the thread blames a user-space app"}},
-        {"dev-061", {"faulty_gpu",
-                     "RmInitAdapter failures; the user-applied PCIe hack is in the thread only"}},
+        {"dev-024",
+         {"gpu_system_processor",
+          "Xid 62 (PMU halt) is the catalog's GSP class; the driver regression is "
+          "in the issue title only"}},
+        {"dev-046", {"io_network", "Lustre lost its MDT; the thread blames a user-space app"}},
+        {"dev-061",
+         {"faulty_gpu",
+          "RmInitAdapter failures; the user-applied PCIe hack is in the thread only"}},
     };
     return kKnown;
 }
@@ -78,8 +81,8 @@ TEST(DevLogs, CausesMatchLabelsOrKnownDisagreements) {
         requeue_ok += d.requeue == r.requeue;
     }
     const int n = static_cast<int>(records.size());
-    std::printf("dev_logs: cause %d/%d, actions %d/%d, requeue %d/%d\n", cause_ok, n, actions_ok,
-                n, requeue_ok, n);
+    std::printf("dev_logs: cause %d/%d, actions %d/%d, requeue %d/%d\n", cause_ok, n, actions_ok, n,
+                requeue_ok, n);
     // Floors below today's figures (cause 58/64, actions and requeue printed above): a change
     // that loses ground on the labels fails here even if every pinned answer still holds.
     EXPECT_GE(cause_ok, 58);

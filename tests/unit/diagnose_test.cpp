@@ -74,9 +74,9 @@ TEST(Diagnose, SameGpuFaultingAcrossJobsEscalatesToHardware) {
                        {options.now - 7200, "n1", "0000:43:00.0", "xid-app-fault", "", "300"}};
     EXPECT_EQ(Classify(log, options).cause, "user_error");
     // Nor are faults on another GPU, or older than the window.
-    options.history = {{options.now - 3600, "n1", "0000:44:00.0", "xid-app-fault", "", "100"},
-                       {options.now - 30 * 86400, "n1", "0000:43:00.0", "xid-app-fault", "",
-                        "200"}};
+    options.history = {
+        {options.now - 3600, "n1", "0000:44:00.0", "xid-app-fault", "", "100"},
+        {options.now - 30 * 86400, "n1", "0000:43:00.0", "xid-app-fault", "", "200"}};
     EXPECT_EQ(Classify(log, options).cause, "user_error");
 }
 
@@ -87,19 +87,19 @@ TEST(Diagnose, NcclRanksThatAgreeAreATimeoutWithUnknownRoot) {
 }
 
 TEST(Diagnose, NcclRanksInDifferentCollectivesAreAnAppDesync) {
-    EXPECT_EQ(Classify(Watchdog(0, 3437, "ALLREDUCE", 4311252) +
-                       Watchdog(1, 3437, "ALLREDUCE", 1))
-                  .cause,
-              "user_error");
+    EXPECT_EQ(
+        Classify(Watchdog(0, 3437, "ALLREDUCE", 4311252) + Watchdog(1, 3437, "ALLREDUCE", 1)).cause,
+        "user_error");
     EXPECT_EQ(Classify(Watchdog(0, 10, "ALLREDUCE", 8) + Watchdog(1, 11, "BROADCAST", 8)).rule,
               "nccl-ranks-desync");
 }
 
 TEST(Diagnose, TheRankThatNeverReportedIsTheCulprit) {
-    std::string log = "[rank3]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n"
-                      "[rank0]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n" +
-                      Watchdog(0, 500, "ALLREDUCE", 8) + Watchdog(1, 500, "ALLREDUCE", 8) +
-                      Watchdog(2, 500, "ALLREDUCE", 8);
+    std::string log =
+        "[rank3]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n"
+        "[rank0]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n" +
+        Watchdog(0, 500, "ALLREDUCE", 8) + Watchdog(1, 500, "ALLREDUCE", 8) +
+        Watchdog(2, 500, "ALLREDUCE", 8);
     Diagnosis d = Classify(log);
     EXPECT_EQ(d.rule, "nccl-missing-rank");
     ASSERT_TRUE(d.culprit.rank.has_value());
@@ -176,7 +176,8 @@ TEST(Diagnose, NvlinkRegistersAreDecodedPerTheCatalog) {
     // Xid 149: subcode = IntrInfo bits 20-25. 0x025001c6 -> 37 (reset), 0x026001c6 -> 38 (ignore).
     const std::string prefix =
         "NVRM: Xid (PCI:0018:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (";
-    const std::string rest = " 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n";
+    const std::string rest =
+        " 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n";
     Diagnosis reset = Classify(prefix + "0x025001c6" + rest, {}, &set);
     EXPECT_EQ(set.items[0].Field("subcode"), "37");
     EXPECT_EQ(reset.rule, "xid-nvlink");

@@ -63,7 +63,8 @@ TEST(RuleLoader, YamlSyntaxErrorHasLocation) {
 }
 
 TEST(RuleLoader, UnknownKeyIsLocatedWithCaretAndSuggestion) {
-    std::string text = std::string(kBase) + "- rule: typo\n  match: {xid: 79}\n  cuase: faulty_gpu\n";
+    std::string text =
+        std::string(kBase) + "- rule: typo\n  match: {xid: 79}\n  cuase: faulty_gpu\n";
     auto l = Load({{"r.yaml", text}});
     EXPECT_FALSE(l.rules);
     const LoadMessage* m = Find(l.result, "LOAD_ERR_UNKNOWN_KEY");
@@ -131,8 +132,9 @@ TEST(RuleLoader, UnknownFieldNamesTheSignaturesFields) {
     auto l = Load({{"r.yaml", text}});
     const LoadMessage* m = Find(l.result, "LOAD_ERR_UNKNOWN_FIELD");
     ASSERT_NE(m, nullptr) << l.result.Format();
-    EXPECT_THAT(m->message,
-                HasSubstr("its fields: error_status, host, nvlink_class, pci, registers, subcode, xid"));
+    EXPECT_THAT(
+        m->message,
+        HasSubstr("its fields: error_status, host, nvlink_class, pci, registers, subcode, xid"));
 }
 
 TEST(RuleLoader, DuplicateInOneFileIsAnError) {
@@ -142,8 +144,8 @@ TEST(RuleLoader, DuplicateInOneFileIsAnError) {
 }
 
 TEST(RuleLoader, LaterFileReplacesOverridesOrDisables) {
-    auto replaced = Load({{"a.yaml", kBase},
-                          {"b.yaml", "- rule: bad-xid\n  match: {xid: 79}\n  cause: nic\n"}});
+    auto replaced = Load(
+        {{"a.yaml", kBase}, {"b.yaml", "- rule: bad-xid\n  match: {xid: 79}\n  cause: nic\n"}});
     ASSERT_TRUE(replaced.rules) << replaced.result.Format();
     EXPECT_EQ(replaced.rules->FindRule("bad-xid")->cause, "nic");
     EXPECT_TRUE(replaced.rules->FindRule("bad-xid")->actions.empty());
@@ -165,16 +167,17 @@ TEST(RuleLoader, LaterFileReplacesOverridesOrDisables) {
 }
 
 TEST(RuleLoader, OverrideOfUndefinedItemIsAnError) {
-    auto l = Load({{"a.yaml", kBase},
-                   {"b.yaml", "- rule: ghost\n  actions: [drain]\n  override: {actions: append}\n"}});
+    auto l =
+        Load({{"a.yaml", kBase},
+              {"b.yaml", "- rule: ghost\n  actions: [drain]\n  override: {actions: append}\n"}});
     const LoadMessage* m = Find(l.result, "LOAD_ERR_UNDEFINED_REF");
     ASSERT_NE(m, nullptr);
     EXPECT_EQ(m->where.file, "b.yaml");
 }
 
 TEST(RuleLoader, UnusedListAndSignatureAreWarnings) {
-    std::string text = std::string(kBase) +
-                       "- list: spare\n  items: [1]\n- signature: lonely\n  regex: 'x'\n";
+    std::string text =
+        std::string(kBase) + "- list: spare\n  items: [1]\n- signature: lonely\n  regex: 'x'\n";
     auto l = Load({{"r.yaml", text}});
     EXPECT_TRUE(l.rules);
     EXPECT_TRUE(l.result.ok());
@@ -207,11 +210,11 @@ TEST(RuleLoader, EscalationIsParsedAndValidated) {
 }
 
 TEST(RuleLoader, ShapeErrorsAreReportedNotThrown) {
-    for (const char* text : {"rule: not-a-list\n", "- 42\n", "- rule: [a, b]\n",
-                             "- rule: r\n  signature: s\n", "- rule: r\n  match: 7\n  cause: nic\n",
-                             "- rule: r\n  match: {any: []}\n  cause: nic\n",
-                             "- rule: r\n  match: {xid: 1, any: [{xid: 2}]}\n  cause: nic\n",
-                             "- rule: r\n  match: {bogus: 1}\n  cause: nic\n"}) {
+    for (const char* text :
+         {"rule: not-a-list\n", "- 42\n", "- rule: [a, b]\n", "- rule: r\n  signature: s\n",
+          "- rule: r\n  match: 7\n  cause: nic\n", "- rule: r\n  match: {any: []}\n  cause: nic\n",
+          "- rule: r\n  match: {xid: 1, any: [{xid: 2}]}\n  cause: nic\n",
+          "- rule: r\n  match: {bogus: 1}\n  cause: nic\n"}) {
         auto l = Load({{"r.yaml", text}});
         EXPECT_FALSE(l.result.ok()) << text;
         EXPECT_FALSE(l.rules) << text;

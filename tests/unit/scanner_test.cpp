@@ -1,13 +1,13 @@
 // The scanner: every matching line, right line numbers, named fields, bounded memory, and the
 // same answers whichever path (Hyperscan prefilter or RE2 line by line) a pattern takes.
+#include "autoheal/diag/scanner.h"
+
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include "autoheal/diag/scanner.h"
 
 namespace autoheal::diag {
 namespace {

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "autoheal/diag/diagnosis.h"
@@ -61,7 +61,8 @@ void DecodeNvlinkRegisters(Evidence* e) {
     if (!xid) return;
     const int code = std::atoi(std::string(*xid).c_str());
     if (code != 74 && (code < 144 || code > 150)) return;
-    static const RE2 kRegs(R"(\((0x[0-9a-fA-F]+)[, ]+(0x[0-9a-fA-F]+)((?:[, ]+0x[0-9a-fA-F]+)*)\))");
+    static const RE2 kRegs(
+        R"(\((0x[0-9a-fA-F]+)[, ]+(0x[0-9a-fA-F]+)((?:[, ]+0x[0-9a-fA-F]+)*)\))");
     std::string r0, r1, rest;
     if (!RE2::PartialMatch(e->text, kRegs, &r0, &r1, &rest)) return;
     const auto reg0 = static_cast<std::uint32_t>(std::strtoul(r0.c_str(), nullptr, 16));
@@ -179,9 +180,9 @@ void AnalyzeNccl(EvidenceSet* set) {
             d.SetField("ops", join(ops));
             derived.push_back(std::move(d));
         } else {
-            Evidence d = Derived("nccl-ranks-agree", at,
-                                 "ranks " + JoinInts(ranks) +
-                                     " all timed out waiting in the same collective");
+            Evidence d = Derived(
+                "nccl-ranks-agree", at,
+                "ranks " + JoinInts(ranks) + " all timed out waiting in the same collective");
             d.SetField("ranks", JoinInts(ranks));
             d.SetField("seq", join(seqs));
             d.SetField("op", join(ops));
@@ -197,8 +198,8 @@ void AnalyzeNccl(EvidenceSet* set) {
             for (int rank : missing) {
                 Evidence d = Derived("nccl-missing-rank", at,
                                      "rank " + std::to_string(rank) +
-                                         " never reported the collective ranks " +
-                                         JoinInts(ranks) + " timed out in");
+                                         " never reported the collective ranks " + JoinInts(ranks) +
+                                         " timed out in");
                 d.SetField("rank", std::to_string(rank));
                 d.SetField("ranks", JoinInts(ranks));
                 derived.push_back(std::move(d));

@@ -107,8 +107,9 @@ std::vector<std::string> NormalizePlan(std::vector<std::string> actions) {
         const ActionInfo* info = FindAction(a);
         return info != nullptr ? info->order : 100;
     };
-    std::stable_sort(actions.begin(), actions.end(),
-                     [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
+    std::stable_sort(
+        actions.begin(), actions.end(),
+        [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
     actions.erase(std::unique(actions.begin(), actions.end()), actions.end());
     actions.erase(std::remove(actions.begin(), actions.end(), "none"), actions.end());
     return actions;
@@ -188,8 +189,8 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         if (d.evidence.size() == kMaxEvidence) break;
         d.evidence.push_back(*e);
     }
-    d.findings.push_back(Finding{rule.name, rule.cause, rule.priority, false,
-                                 rule.contributes_actions});
+    d.findings.push_back(
+        Finding{rule.name, rule.cause, rule.priority, false, rule.contributes_actions});
     for (const Fired& f : fired) {
         if (&f == winner) continue;
         d.findings.push_back(Finding{f.rule->name, f.rule->cause, f.rule->priority, f.suppressed,

@@ -29,8 +29,8 @@ std::vector<ItemInfo> CollectItems(const std::vector<std::vector<ItemInfo>>& fil
             if (item.has_override || only_enabled) {
                 if (found == index.end()) {
                     report.Error("LOAD_ERR_UNDEFINED_REF", item.where, context,
-                                 std::string(item.has_override ? "override" : "enabled") +
-                                     " of " + ItemKindName(item.kind) + " '" + item.name +
+                                 std::string(item.has_override ? "override" : "enabled") + " of " +
+                                     ItemKindName(item.kind) + " '" + item.name +
                                      "', which is not defined in an earlier file");
                     continue;
                 }

@@ -18,13 +18,13 @@ struct SignatureFields {
 };
 
 class Compiler {
-public:
+  public:
     Compiler(const std::vector<SourceFile>& files, Reporter& report)
         : files_(files), report_(report) {}
 
     std::optional<RuleSet> Run(const std::vector<ItemInfo>& items);
 
-private:
+  private:
     Location Where(const ItemInfo& item, const YAML::Node& node) const {
         return LocationOf(files_[item.file], node);
     }
@@ -172,8 +172,8 @@ void Compiler::CompileList(const ItemInfo& item) {
     auto it = item.keys.find("items");
     if (it == item.keys.end() || !IsScalarList(it->second)) {
         report_.Error("LOAD_ERR_YAML_VALIDATE",
-                      it == item.keys.end() ? item.where : Where(item, it->second),
-                      Context(item), "items: expected a list of values");
+                      it == item.keys.end() ? item.where : Where(item, it->second), Context(item),
+                      "items: expected a list of values");
         return;
     }
     std::vector<std::string> values;
@@ -570,8 +570,7 @@ void Compiler::CompileRule(const ItemInfo& item) {
                 if (const YAML::Node r = step["requeue"]) {
                     bool b = false;
                     if (!r.IsScalar() || !YAML::convert<bool>::decode(r, b)) {
-                        Error(item, r, "LOAD_ERR_YAML_VALIDATE",
-                              "requeue: expected true or false");
+                        Error(item, r, "LOAD_ERR_YAML_VALIDATE", "requeue: expected true or false");
                         ok = false;
                     }
                     e.requeue = b;

@@ -47,8 +47,8 @@ LoadedRules LoadRuleFiles(const std::vector<std::string>& paths) {
         std::error_code ec;
         auto size = std::filesystem::file_size(file, ec);
         if (ec || size > kMaxRuleFileBytes) {
-            out.read_errors.push_back(file + (ec ? ": cannot read: " + ec.message()
-                                                 : ": larger than 4 MiB"));
+            out.read_errors.push_back(
+                file + (ec ? ": cannot read: " + ec.message() : ": larger than 4 MiB"));
             continue;
         }
         std::ifstream in(file, std::ios::binary);

@@ -86,12 +86,18 @@ std::optional<std::int64_t> ParseDuration(const std::string& text) {
     // Counts that could overflow below (over 1.5e13 of any unit) are not durations.
     if (n > std::numeric_limits<std::int64_t>::max() / (7 * 86400)) return std::nullopt;
     switch (text.back()) {
-        case 's': return n;
-        case 'm': return n * 60;
-        case 'h': return n * 3600;
-        case 'd': return n * 86400;
-        case 'w': return n * 7 * 86400;
-        default: return std::nullopt;
+        case 's':
+            return n;
+        case 'm':
+            return n * 60;
+        case 'h':
+            return n * 3600;
+        case 'd':
+            return n * 86400;
+        case 'w':
+            return n * 7 * 86400;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -99,9 +105,12 @@ namespace internal {
 
 const char* ItemKindName(ItemKind kind) {
     switch (kind) {
-        case ItemKind::kSignature: return "signature";
-        case ItemKind::kList: return "list";
-        case ItemKind::kRule: return "rule";
+        case ItemKind::kSignature:
+            return "signature";
+        case ItemKind::kList:
+            return "list";
+        case ItemKind::kRule:
+            return "rule";
     }
     return "rule";
 }
@@ -122,8 +131,8 @@ void Reporter::Error(const std::string& code, const Location& where, const std::
     Add(Severity::kError, code, where, context, message);
 }
 
-void Reporter::Warning(const std::string& code, const Location& where,
-                       const std::string& context, const std::string& message) {
+void Reporter::Warning(const std::string& code, const Location& where, const std::string& context,
+                       const std::string& message) {
     Add(Severity::kWarning, code, where, context, message);
 }
 

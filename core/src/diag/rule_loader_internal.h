@@ -20,7 +20,7 @@ struct SourceFile {
 
 // Where messages go; builds snippets from the source files.
 class Reporter {
-public:
+  public:
     explicit Reporter(const std::vector<SourceFile>* files, LoadResult* result)
         : files_(files), result_(result) {}
     void Error(const std::string& code, const Location& where, const std::string& context,
@@ -29,7 +29,7 @@ public:
                  const std::string& message);
     bool HasErrors() const { return !result_->ok(); }
 
-private:
+  private:
     void Add(Severity severity, const std::string& code, const Location& where,
              const std::string& context, const std::string& message);
     const std::vector<SourceFile>* files_;
@@ -47,9 +47,9 @@ struct ItemInfo {
     std::string name;
     Location where;
     std::size_t file = 0;
-    std::map<std::string, YAML::Node> keys;      // every key but the kind key and override
-    std::map<std::string, Location> key_where;   // location of each key
-    std::map<std::string, std::string> override; // key -> "replace" | "append"
+    std::map<std::string, YAML::Node> keys;       // every key but the kind key and override
+    std::map<std::string, Location> key_where;    // location of each key
+    std::map<std::string, std::string> override;  // key -> "replace" | "append"
     bool has_override = false;
     bool enabled = true;
 };

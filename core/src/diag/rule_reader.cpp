@@ -9,18 +9,20 @@ namespace autoheal::diag::internal {
 namespace {
 
 const std::set<std::string>& AllowedKeys(ItemKind kind) {
-    static const std::set<std::string> kSignature{"signature", "regex", "desc", "example",
-                                                  "enabled", "override"};
+    static const std::set<std::string> kSignature{"signature", "regex",   "desc",
+                                                  "example",   "enabled", "override"};
     static const std::set<std::string> kList{"list", "items", "enabled", "override"};
     static const std::set<std::string> kRule{
-        "rule",     "desc",          "match",    "unless",
-        "cause",    "actions",       "requeue",  "confidence",
-        "priority", "suppressed_by", "escalate", "contributes_actions",
-        "enabled",  "override"};
+        "rule",    "desc",       "match",    "unless",        "cause",    "actions",
+        "requeue", "confidence", "priority", "suppressed_by", "escalate", "contributes_actions",
+        "enabled", "override"};
     switch (kind) {
-        case ItemKind::kSignature: return kSignature;
-        case ItemKind::kList: return kList;
-        case ItemKind::kRule: return kRule;
+        case ItemKind::kSignature:
+            return kSignature;
+        case ItemKind::kList:
+            return kList;
+        case ItemKind::kRule:
+            return kRule;
     }
     return kRule;
 }
@@ -32,8 +34,8 @@ std::size_t EditDistance(const std::string& a, const std::string& b) {
     for (std::size_t i = 1; i <= a.size(); ++i) {
         cur[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j) {
-            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
-                               prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            cur[j] = std::min(
+                {prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
         }
         std::swap(prev, cur);
     }
@@ -67,8 +69,8 @@ std::vector<ItemInfo> ReadItems(const SourceFile& file, std::size_t file_index, 
     try {
         root = YAML::Load(file.text);
     } catch (const YAML::Exception& e) {
-        report.Error("LOAD_ERR_YAML_PARSE",
-                     Location{file.name, e.mark.line + 1, e.mark.column + 1}, "", e.msg);
+        report.Error("LOAD_ERR_YAML_PARSE", Location{file.name, e.mark.line + 1, e.mark.column + 1},
+                     "", e.msg);
         return items;
     }
     if (root.IsNull()) return items;  // an empty file is allowed
@@ -88,10 +90,9 @@ std::vector<ItemInfo> ReadItems(const SourceFile& file, std::size_t file_index, 
         item.file = file_index;
         item.where = LocationOf(file, node);
         int kinds = 0;
-        for (const auto& [key, kind] :
-             {std::pair<const char*, ItemKind>{"rule", ItemKind::kRule},
-              {"signature", ItemKind::kSignature},
-              {"list", ItemKind::kList}}) {
+        for (const auto& [key, kind] : {std::pair<const char*, ItemKind>{"rule", ItemKind::kRule},
+                                        {"signature", ItemKind::kSignature},
+                                        {"list", ItemKind::kList}}) {
             if (node[key]) {
                 ++kinds;
                 item.kind = kind;
@@ -143,9 +144,8 @@ std::vector<ItemInfo> ReadItems(const SourceFile& file, std::size_t file_index, 
                                      "override: unknown key '" + okey + "'");
                         bad = true;
                     } else if (how != "replace" && how != "append") {
-                        report.Error("LOAD_ERR_YAML_VALIDATE", LocationOf(file, ov.second),
-                                     context, "override: '" + okey +
-                                                  "' must be replace or append");
+                        report.Error("LOAD_ERR_YAML_VALIDATE", LocationOf(file, ov.second), context,
+                                     "override: '" + okey + "' must be replace or append");
                         bad = true;
                     } else {
                         item.override[okey] = how;

@@ -6,15 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <set>
+#include <thread>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -94,8 +94,8 @@ struct Scanner::Impl {
     std::vector<std::vector<std::string>> group_names;  // by signature index, by group
     std::vector<bool> is_context;                       // context-* signatures
     hs_database_t* db = nullptr;
-    std::vector<unsigned> hs_ids;   // hyperscan id -> signature index
-    std::vector<unsigned> slow_ids; // signatures matched line by line
+    std::vector<unsigned> hs_ids;    // hyperscan id -> signature index
+    std::vector<unsigned> slow_ids;  // signatures matched line by line
     std::unique_ptr<RE2::Set> slow_set;
     mutable std::mutex scratch_mu;  // guards `scratch` for the single-threaded path
     mutable hs_scratch_t* scratch = nullptr;
@@ -115,10 +115,14 @@ struct Scanner::Impl {
 
 // Merges chunk results in input order, applying the per-signature cap.
 class Merger {
-public:
+  public:
     Merger(const Scanner::Impl& impl, std::size_t source, EvidenceSet* set)
-        : impl_(impl), source_(source), set_(set), matched_(impl.sigs.size(), 0),
-          stored_(impl.sigs.size(), 0), full_(impl.sigs.size()) {}
+        : impl_(impl),
+          source_(source),
+          set_(set),
+          matched_(impl.sigs.size(), 0),
+          stored_(impl.sigs.size(), 0),
+          full_(impl.sigs.size()) {}
 
     const std::vector<std::atomic<bool>>& full() const { return full_; }
 
@@ -155,7 +159,7 @@ public:
         for (std::size_t i = 0; i < impl_.sigs.size(); ++i) index_[impl_.sigs[i].name] = i;
     }
 
-private:
+  private:
     const Scanner::Impl& impl_;
     std::size_t source_;
     EvidenceSet* set_;
@@ -183,8 +187,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         if (!re->ok()) {
             return MakeError("signature " + s.name + ": regex does not compile: " + re->error());
         }
-        std::vector<std::string> names(static_cast<std::size_t>(re->NumberOfCapturingGroups()) +
-                                       1);
+        std::vector<std::string> names(static_cast<std::size_t>(re->NumberOfCapturingGroups()) + 1);
         for (const auto& [name, index] : re->NamedCapturingGroups()) {
             names[static_cast<std::size_t>(index)] = name;
         }
@@ -209,9 +212,9 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         for (const auto& e : exprs) ptrs.push_back(e.c_str());
         hs_database_t* db = nullptr;
         hs_compile_error_t* err = nullptr;
-        hs_error_t rc = hs_compile_multi(ptrs.data(), flags.data(), ids.data(),
-                                         static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK,
-                                         nullptr, &db, &err);
+        hs_error_t rc =
+            hs_compile_multi(ptrs.data(), flags.data(), ids.data(),
+                             static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK, nullptr, &db, &err);
         if (rc == HS_SUCCESS) {
             impl.db = db;
             impl.hs_ids = candidates;
@@ -243,9 +246,8 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
     return std::shared_ptr<const Scanner>(std::move(scanner));
 }
 
-void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t line_no,
-                            bool full, std::vector<std::size_t>* stored,
-                            ChunkResult* out) const {
+void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t line_no, bool full,
+                            std::vector<std::size_t>* stored, ChunkResult* out) const {
     const RE2& re = *regexes[sig];
     const re2::StringPiece text(line.data(), line.size());
     if (full || (*stored)[sig] >= limits.per_signature_cap) {
@@ -280,8 +282,7 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t l
 }
 
 void Scanner::Impl::ScanChunk(const char* data, std::size_t len, hs_scratch_t* hs_scratch,
-                              const std::vector<std::atomic<bool>>& full,
-                              ChunkResult* out) const {
+                              const std::vector<std::atomic<bool>>& full, ChunkResult* out) const {
     out->matched.assign(sigs.size(), 0);
     std::vector<Candidate> found;
     if (db != nullptr) {
@@ -304,12 +305,10 @@ void Scanner::Impl::ScanChunk(const char* data, std::size_t len, hs_scratch_t* h
             if (pos > 0 && c->data[pos] == '\n') --pos;
             const void* nl = pos > 0 ? memrchr(c->data, '\n', pos) : nullptr;
             const std::size_t start =
-                nl != nullptr
-                    ? static_cast<std::size_t>(static_cast<const char*>(nl) - c->data) + 1
-                    : 0;
+                nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - c->data) + 1
+                              : 0;
             // The same signature matching twice on one line is one candidate.
-            for (auto it = c->found->rbegin(); it != c->found->rend() && it->start == start;
-                 ++it) {
+            for (auto it = c->found->rbegin(); it != c->found->rend() && it->start == start; ++it) {
                 if (it->id == sig) return 0;
             }
             const void* end_nl = memchr(c->data + start, '\n', c->len - start);

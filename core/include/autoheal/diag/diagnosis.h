@@ -56,8 +56,8 @@ struct Diagnosis {
     std::string rule;                // the rule that named the cause; empty when none fired
     std::vector<Evidence> evidence;  // what that rule matched (and contributing rules)
     double confidence = 0.0;
-    std::vector<Finding> findings;   // every rule that fired, winner first
-    std::string escalation;          // why the plan was escalated, when it was
+    std::vector<Finding> findings;  // every rule that fired, winner first
+    std::string escalation;         // why the plan was escalated, when it was
 };
 
 void Analyze(EvidenceSet* set);

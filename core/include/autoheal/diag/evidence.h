@@ -41,7 +41,7 @@ struct Evidence {
 struct EvidenceSet {
     std::vector<Evidence> items;  // in input order (source, then line)
     std::vector<std::pair<std::string, std::uint64_t>> counts;  // signature -> total matches
-    std::vector<std::string> sources;                            // input names
+    std::vector<std::string> sources;                           // input names
     std::uint64_t lines = 0;
     std::uint64_t bytes = 0;
 

@@ -17,8 +17,8 @@ std::vector<std::string> ExpandRulePaths(const std::vector<std::string>& paths,
 struct LoadedRules {
     std::optional<RuleSet> rules;  // set when there was no error
     LoadResult result;
-    std::vector<std::string> files;       // what was loaded, in order
-    std::vector<std::string> read_errors; // files that could not be read
+    std::vector<std::string> files;        // what was loaded, in order
+    std::vector<std::string> read_errors;  // files that could not be read
 };
 
 // Loads the files of `paths` (see ExpandRulePaths) in order. Files over 4 MiB are refused.

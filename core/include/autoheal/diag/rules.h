@@ -46,7 +46,7 @@ enum class Severity { kError, kWarning };
 
 struct LoadMessage {
     Severity severity = Severity::kError;
-    std::string code;     // stable, e.g. LOAD_ERR_UNKNOWN_KEY
+    std::string code;  // stable, e.g. LOAD_ERR_UNKNOWN_KEY
     Location where;
     std::string context;  // "In rule 'xid-79'", may be empty
     std::string message;
@@ -136,7 +136,7 @@ struct DerivedFields {
 const std::vector<DerivedFields>& AnalyzerFields();
 
 class RuleLoader {
-public:
+  public:
     RuleLoader();
     ~RuleLoader();
     RuleLoader(const RuleLoader&) = delete;
@@ -150,7 +150,7 @@ public:
     // all messages (errors and warnings) go to `result`.
     std::optional<RuleSet> Compile(LoadResult* result);
 
-private:
+  private:
     struct Impl;
     Impl* impl_;
 };

@@ -23,7 +23,7 @@ struct ScanLimits {
 };
 
 class Scanner {
-public:
+  public:
     // Compiles the signatures. Fails only when an RE2 pattern does not compile (the rule
     // loader has already checked them).
     static Result<std::shared_ptr<const Scanner>> Build(const std::vector<SignatureDef>& sigs,
@@ -43,7 +43,7 @@ public:
 
     struct Impl;  // opaque; public only so the implementation's helpers can name it
 
-private:
+  private:
     Scanner();
     std::unique_ptr<Impl> impl_;
 };
