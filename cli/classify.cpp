@@ -18,11 +18,12 @@ namespace {
 
 constexpr const char* kClassifyUsage =
     "usage: autoheal classify [--json] [--node NAME] [--job ID] [--history FILE]\n"
-    "                         [--rules PATH]... [FILE... | -]\n"
+    "                         [--rules PATH]... [--threads N] [FILE... | -]\n"
     "  Reads the logs (standard input when none or '-'), names the interruption cause, the\n"
     "  culprit and the plan. --history: JSON lines of earlier incidents\n"
     "  {\"time\": EPOCH_SECONDS, \"node\":..., \"gpu\":..., \"rule\":..., \"job\":...} for "
-    "escalation.\n";
+    "escalation.\n"
+    "  --threads N: scanning threads for inputs over 2 MiB (default: one per core, at most 4)\n";
 
 std::optional<std::vector<diag::HistoryRecord>> ReadHistory(const std::string& path) {
     std::ifstream in(path);
@@ -130,6 +131,7 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
 
 int Classify(const std::vector<std::string>& args) {
     bool json = false;
+    diag::ScanLimits limits;
     diag::DiagnoseOptions options;
     std::vector<std::string> rule_paths;
     std::vector<std::string> inputs;
@@ -146,6 +148,15 @@ int Classify(const std::vector<std::string>& args) {
         };
         if (a == "--json") {
             json = true;
+        } else if (a == "--threads") {
+            auto v = value("--threads");
+            if (!v) return 2;
+            if (v->empty() || v->size() > 2 ||
+                v->find_first_not_of("0123456789") != std::string::npos) {
+                std::fprintf(stderr, "autoheal: classify: --threads: expected 0-64\n");
+                return 2;
+            }
+            limits.threads = static_cast<unsigned>(std::stoi(*v));
         } else if (a == "--node" || a == "--job" || a == "--history" || a == "--rules") {
             auto v = value(a.c_str());
             if (!v) return 2;
@@ -175,7 +186,7 @@ int Classify(const std::vector<std::string>& args) {
     }
     auto rules = LoadRulesOrComplain(rule_paths);
     if (!rules) return 1;
-    auto scanner = diag::Scanner::Build(rules->signatures);
+    auto scanner = diag::Scanner::Build(rules->signatures, limits);
     if (!scanner) {
         std::fprintf(stderr, "autoheal: classify: %s\n", scanner.error().c_str());
         return 1;

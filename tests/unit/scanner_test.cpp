@@ -103,6 +103,54 @@ TEST(Scanner, StreamsFilesInChunksWithCorrectLineNumbers) {
     EXPECT_EQ(set.bytes, text.size());
 }
 
+// Large inputs are scanned by worker threads and merged in order: the result must be the same
+// as a single-threaded scan, caps and line numbers included.
+TEST(Scanner, ThreadedScanEqualsSingleThreaded) {
+    std::string text;
+    for (int i = 1; i <= 5000; ++i) {
+        if (i % 7 == 0) {
+            text += "NVRM: Xid (PCI:0000:3b:00): " + std::to_string(i % 100) + ", x\n";
+        } else if (i % 11 == 0) {
+            text += "[rank" + std::to_string(i % 8) + "]:[W warning\n";
+        } else {
+            text += "ordinary line " + std::to_string(i) + "\n";
+        }
+    }
+    char path[] = "/tmp/autoheal-scanner-mt-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    auto scan = [&](unsigned threads) {
+        ScanLimits limits;
+        limits.chunk_bytes = 1000;
+        limits.per_signature_cap = 50;
+        limits.threads = threads;
+        auto scanner = Build({Sig("xid", R"(NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+))"),
+                              Sig("context-rank", R"(^\[rank(?P<rank>\d+)\]:\[W)")},
+                             limits);
+        EvidenceSet set;
+        lseek(fd, 0, SEEK_SET);
+        EXPECT_TRUE(scanner->ScanFd(fd, "log", &set).ok());
+        return set;
+    };
+    EvidenceSet one = scan(1);
+    EvidenceSet many = scan(3);
+    close(fd);
+    unlink(path);
+    EXPECT_EQ(one.lines, 5000u);
+    EXPECT_EQ(many.lines, one.lines);
+    EXPECT_EQ(many.bytes, one.bytes);
+    EXPECT_EQ(one.Count("xid"), 714u);  // every line; only the first 50 are kept
+    EXPECT_EQ(many.Count("xid"), one.Count("xid"));
+    ASSERT_EQ(many.items.size(), one.items.size());
+    for (std::size_t i = 0; i < one.items.size(); ++i) {
+        EXPECT_EQ(many.items[i].signature, one.items[i].signature) << i;
+        EXPECT_EQ(many.items[i].line, one.items[i].line) << i;
+        EXPECT_EQ(many.items[i].fields, one.items[i].fields) << i;
+    }
+    EXPECT_EQ(one.items.front().line, 7u);
+}
+
 TEST(Scanner, PatternsHyperscanRejectsStillMatchLineByLine) {
     // \b word boundaries with Unicode classes are accepted by RE2; whichever path each pattern
     // takes, the results must be the same.

@@ -423,10 +423,23 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
         merger.Add(std::move(r));
     }
     bool ends_without_newline = len > 0 && reader.last != '\n';
+    const unsigned workers = impl.limits.threads != 0
+                                 ? impl.limits.threads
+                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    while (!reader.eof && workers == 1) {
+        // Single-threaded: read, scan and merge chunk after chunk here.
+        long n = reader.Next(&first);
+        if (n < 0) return fail();
+        if (n == 0) break;
+        ChunkResult r;
+        std::lock_guard<std::mutex> lock(impl.scratch_mu);
+        impl.ScanChunk(first.data(), static_cast<std::size_t>(n), impl.scratch, merger.full(), &r);
+        merger.Add(std::move(r));
+        ends_without_newline = reader.last != '\n';
+    }
     if (!reader.eof) {
         // Large input: worker threads scan chunks while this thread reads the next ones and
         // merges results in order. At most `workers + 1` chunks are in memory at once.
-        const unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
         struct Job {
             std::vector<char> data;
             std::size_t len = 0;

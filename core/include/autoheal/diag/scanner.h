@@ -20,6 +20,8 @@ struct ScanLimits {
     std::size_t per_signature_cap = 512;  // evidence items kept per signature
     std::size_t max_text = 400;           // bytes of a line kept in Evidence::text
     std::size_t chunk_bytes = 2 << 20;    // read size; longer lines are cut
+    unsigned threads = 0;                 // scanning threads for large inputs; 0 = one per
+                                          // core, at most 4; 1 = scan in the caller only
 };
 
 class Scanner {
