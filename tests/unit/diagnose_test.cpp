@@ -76,7 +76,7 @@ TEST(Diagnose, SameGpuFaultingAcrossJobsEscalatesToHardware) {
     // Nor are faults on another GPU, or older than the window.
     options.history = {
         {options.now - 3600, "n1", "0000:44:00.0", "xid-app-fault", "", "100"},
-        {options.now - 30 * 86400, "n1", "0000:43:00.0", "xid-app-fault", "", "200"}};
+        {options.now - 30LL * 86400, "n1", "0000:43:00.0", "xid-app-fault", "", "200"}};
     EXPECT_EQ(Classify(log, options).cause, "user_error");
 }
 

@@ -26,9 +26,9 @@ struct Loaded {
     LoadResult result;
 };
 
-Loaded Load(std::vector<std::pair<std::string, std::string>> files) {
+Loaded Load(const std::vector<std::pair<std::string, std::string>>& files) {
     RuleLoader loader;
-    for (auto& [name, text] : files) loader.Add(name, text);
+    for (const auto& [name, text] : files) loader.Add(name, text);
     Loaded out;
     out.rules = loader.Compile(&out.result);
     return out;

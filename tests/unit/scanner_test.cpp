@@ -19,7 +19,8 @@ SignatureDef Sig(std::string name, std::string regex) {
     return s;
 }
 
-std::shared_ptr<const Scanner> Build(std::vector<SignatureDef> sigs, ScanLimits limits = {}) {
+std::shared_ptr<const Scanner> Build(const std::vector<SignatureDef>& sigs,
+                                     ScanLimits limits = {}) {
     auto r = Scanner::Build(sigs, limits);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error());
     return *r;

@@ -252,9 +252,13 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
         const std::string key = kv.first.as<std::string>("");
         if (kHeads.count(key)) {
             if (!head.empty()) {
-                Error(item, kv.first, "LOAD_ERR_YAML_VALIDATE",
-                      "a condition has one of signature/xid/sxid/regex/any/all/not, not both '" +
-                          head + "' and '" + key + "'");
+                std::string message =
+                    "a condition has one of signature/xid/sxid/regex/any/all/not, not both '";
+                message += head;
+                message += "' and '";
+                message += key;
+                message += "'";
+                Error(item, kv.first, "LOAD_ERR_YAML_VALIDATE", message);
                 return std::nullopt;
             }
             head = key;

@@ -84,7 +84,7 @@ std::optional<std::int64_t> ParseDuration(const std::string& text) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, n);
     if (ec != std::errc() || end != text.data() + text.size() - 1 || n <= 0) return std::nullopt;
     // Counts that could overflow below (over 1.5e13 of any unit) are not durations.
-    if (n > std::numeric_limits<std::int64_t>::max() / (7 * 86400)) return std::nullopt;
+    if (n > std::numeric_limits<std::int64_t>::max() / (7LL * 86400)) return std::nullopt;
     switch (text.back()) {
         case 's':
             return n;

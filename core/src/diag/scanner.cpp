@@ -209,6 +209,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
             flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
             ids.push_back(i);
         }
+        ptrs.reserve(exprs.size());
         for (const auto& e : exprs) ptrs.push_back(e.c_str());
         hs_database_t* db = nullptr;
         hs_compile_error_t* err = nullptr;
@@ -458,6 +459,7 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
             if (impl.db != nullptr && hs_clone_scratch(impl.scratch, &s) != HS_SUCCESS) break;
             scratches.push_back(s);
         }
+        threads.reserve(scratches.size());
         for (hs_scratch_t* s : scratches) {
             threads.emplace_back([&, s] {
                 for (;;) {
