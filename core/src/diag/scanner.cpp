@@ -24,15 +24,66 @@ namespace autoheal::diag {
 namespace {
 
 // Hyperscan has no capture groups: named groups become plain ones. It is used with
-// HS_FLAG_PREFILTER, so it may over-match; RE2 decides.
+// HS_FLAG_PREFILTER, so it may over-match (RE2 decides) but must never miss a line RE2 matches.
+// So where the two dialects differ, RE2's meaning is spelled out:
+//   - RE2's \s is [\t\n\f\r ], Hyperscan's also has VT: \S, and \s inside a class, are
+//     written as byte sets; RE2's \v is VT alone;
+//   - RE2 sees one line, its CR removed; Hyperscan the whole buffer (HS_FLAG_MULTILINE): \A is
+//     ^, and \z and $ also match before a CR.
+// \Q...\E is copied as is.
 std::string ForHyperscan(const std::string& re2_pattern) {
+    constexpr std::string_view kSpace = "\\t\\n\\f\\r\\x20";  // RE2's \s, in a class
+    constexpr std::string_view kNonSpace = "\\x00-\\x08\\x0b\\x0e-\\x1f\\x21-\\xff";  // its \S
     std::string out;
     out.reserve(re2_pattern.size());
+    bool in_class = false;
     for (std::size_t i = 0; i < re2_pattern.size(); ++i) {
         char c = re2_pattern[i];
         if (c == '\\' && i + 1 < re2_pattern.size()) {
+            const char e = re2_pattern[++i];
+            if (e == 'Q') {
+                std::size_t end = re2_pattern.find("\\E", i + 1);
+                end = end == std::string::npos ? re2_pattern.size() : end + 2;
+                out.append(re2_pattern, i - 1, end - (i - 1));
+                i = end - 1;
+            } else if (e == 'S') {
+                out += in_class ? std::string(kNonSpace) : "[^" + std::string(kSpace) + "]";
+            } else if (e == 's' && in_class) {
+                out += kSpace;
+            } else if (e == 'v') {  // RE2: the VT character; Hyperscan: vertical space
+                out += "\\x0b";
+            } else if (e == 'A' && !in_class) {
+                out += '^';
+            } else if (e == 'z' && !in_class) {
+                out += "(?:\\r?$)";
+            } else {
+                out += c;
+                out += e;
+            }
+            continue;
+        }
+        if (in_class) {
+            if (c == '[' && re2_pattern.compare(i, 2, "[:") == 0) {  // [:alpha:]
+                std::size_t close = re2_pattern.find(":]", i + 2);
+                if (close != std::string::npos) {
+                    out.append(re2_pattern, i, close + 2 - i);
+                    i = close + 1;
+                    continue;
+                }
+            }
+            if (c == ']') in_class = false;
             out += c;
-            out += re2_pattern[++i];
+            continue;
+        }
+        if (c == '[') {  // a ']' right after '[' or '[^' is a literal
+            in_class = true;
+            out += c;
+            if (i + 1 < re2_pattern.size() && re2_pattern[i + 1] == '^') out += re2_pattern[++i];
+            if (i + 1 < re2_pattern.size() && re2_pattern[i + 1] == ']') out += re2_pattern[++i];
+            continue;
+        }
+        if (c == '$') {
+            out += "(?:\\r?$)";
             continue;
         }
         if (c == '(' && re2_pattern.compare(i, 4, "(?P<") == 0) {
@@ -480,6 +531,9 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
                 }
             });
         }
+        // Buffers go back to this pool once merged: reusing them saves the page faults of a
+        // fresh chunk-sized allocation per chunk (only this thread touches the pool).
+        std::vector<std::vector<char>> free_buffers;
         auto merge_oldest = [&] {
             std::shared_ptr<Job> job;
             {
@@ -489,11 +543,16 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
                 in_order.pop_front();
             }
             merger.Add(std::move(job->result));
+            free_buffers.push_back(std::move(job->data));
         };
         bool read_error = false;
         for (;;) {
             if (in_order.size() > scratches.size()) merge_oldest();
             auto job = std::make_shared<Job>();
+            if (!free_buffers.empty()) {
+                job->data = std::move(free_buffers.back());
+                free_buffers.pop_back();
+            }
             long n = reader.Next(&job->data);
             if (n < 0) {
                 read_error = true;
