@@ -45,6 +45,8 @@ constexpr const char* kUsage =
     "  rules check [--json] PATH...     validate rule files or folders\n"
     "  rules explain NAME               what a cause, rule or signature means and does\n"
     "  rules patterns [--rules PATH]    the regex of every signature, one per line\n"
+    "  health [--tier quick|full] [--gpus LIST] [--json]\n"
+    "                                   run the GPU health checks on this node\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
     try {
         if (cmd == "classify") return autoheal::cli::Classify(args);
         if (cmd == "rules") return autoheal::cli::Rules(args);
+        if (cmd == "health") return autoheal::cli::Health(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

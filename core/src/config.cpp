@@ -38,18 +38,26 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
         for (const auto& item : root) {
             const std::string key = item.first.as<std::string>();
             const YAML::Node& value = item.second;
-            if (key == "log_file" || key == "log_level") {
+            if (key == "health") {
+                if (!value.IsMap()) {
+                    return MakeError(Where(source_name, value.Mark()) +
+                                     ": health: expected a mapping of settings");
+                }
+                config.health = value;
+                continue;
+            }
+            if (key == "log_file" || key == "log_level" || key == "state_dir") {
                 if (!value.IsScalar()) {
                     return MakeError(Where(source_name, value.Mark()) + ": " + key +
                                      ": expected a string");
                 }
                 std::string s = value.as<std::string>();
-                if (key == "log_file") {
+                if (key == "log_file" || key == "state_dir") {
                     if (s.empty() || s.front() != '/') {
-                        return MakeError(Where(source_name, value.Mark()) +
-                                         ": log_file: expected an absolute path");
+                        return MakeError(Where(source_name, value.Mark()) + ": " + key +
+                                         ": expected an absolute path");
                     }
-                    config.log_file = s;
+                    (key == "log_file" ? config.log_file : config.state_dir) = s;
                 } else {
                     bool known = false;
                     for (const char* level : kLevels) known = known || s == level;

@@ -3,6 +3,8 @@
 // turns a setting off.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <string_view>
 
@@ -14,6 +16,8 @@ struct Config {
     std::string source;  // where it was read from, for messages
     std::string log_file = "/var/log/autoheal/autoheal.log";
     std::string log_level = "info";  // trace|debug|info|warn|error
+    std::string state_dir = "/var/lib/autoheal";  // prolog snapshots and job records
+    YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
 };
 
 // Parses YAML text; `source_name` is used in messages ("autoheal.yaml:3:5: ...").
