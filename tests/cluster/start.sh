@@ -45,11 +45,33 @@ cp "$build_dir"/bin/autoheal-prolog "$build_dir"/bin/autoheal-epilog \
     "$build_dir"/bin/autoheal-epilog-ctld "$cluster_dir/bin/"
 [ -x "$build_dir/bin/autoheal" ] && cp "$build_dir/bin/autoheal" "$cluster_dir/bin/"
 cp "$build_dir"/plugins/*.so "$cluster_dir/lib/"
+# Fake GPUs at the ABI boundary (tests/fakes): NVML and the CUDA check module, each node
+# reading lib/fake-gpu/scenarios/<node>.json, else default.json (2 healthy GPUs per node).
+fake=$cluster_dir/lib/fake-gpu
+mkdir -p "$fake/scenarios"
+health_section="health:
+  nvml_timeout_seconds: 2
+  quick_budget_seconds: 8"
+if [ -f "$build_dir/fakes/nvml/libnvidia-ml.so.1" ]; then
+    cp "$build_dir/fakes/nvml/libnvidia-ml.so.1" "$fake/"
+    health_section="$health_section
+  nvml_library: $fake/libnvidia-ml.so.1"
+fi
+if [ -f "$build_dir/fakes/cuda/libautoheal_cuda_fake.so" ]; then
+    cp "$build_dir/fakes/cuda/libautoheal_cuda_fake.so" "$fake/"
+    health_section="$health_section
+  cuda_module: $fake/libautoheal_cuda_fake.so"
+fi
+cat >"$fake/scenarios/default.json" <<'JSON'
+{"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0"}, {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]}
+JSON
 # The programs find this config next to their install prefix (bin/../etc/autoheal).
 cat >"$cluster_dir/etc/autoheal/autoheal.yaml" <<CONF
 # autoheal settings for the local test cluster
 log_file: $cluster_dir/log/autoheal.log
 log_level: debug
+state_dir: $cluster_dir/state/autoheal
+$health_section
 CONF
 
 # --- fake GPUs: character devices with NVIDIA's major number, two per node

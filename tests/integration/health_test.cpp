@@ -1,0 +1,126 @@
+// The prolog's health checks on the real local cluster, with fake GPUs at the ABI boundary:
+// a node whose GPU fails a check never runs the job, the job runs on another node, the node is
+// drained with autoheal's reason; a GPU that hangs NVML is handled within the budget.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "cluster_client.h"
+
+namespace autoheal::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string ScenarioPath(const std::string& node) {
+    return ClusterDir() + "/lib/fake-gpu/scenarios/" + node + ".json";
+}
+
+std::map<std::string, std::string> ShowNode(const std::string& node) {
+    std::map<std::string, std::string> fields;
+    CommandResult r = RunCommand({"scontrol", "show", "node", "-o", node});
+    // Reason=... runs to the end of the line and may hold spaces.
+    auto reason = r.out.find(" Reason=");
+    if (reason != std::string::npos) {
+        std::string value = r.out.substr(reason + 8);
+        while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+        fields["Reason"] = value;
+        r.out.resize(reason);
+    }
+    std::istringstream in(r.out);
+    std::string token;
+    while (in >> token) {
+        auto eq = token.find('=');
+        if (eq != std::string::npos) fields[token.substr(0, eq)] = token.substr(eq + 1);
+    }
+    return fields;
+}
+
+// Puts a scenario on a node for one test and puts the node back afterwards.
+class NodeScenario {
+public:
+    NodeScenario(std::string node, const std::string& json) : node_(std::move(node)) {
+        std::ofstream(ScenarioPath(node_)) << json;
+    }
+    ~NodeScenario() {
+        std::filesystem::remove(ScenarioPath(node_));
+        RunCommand({"scontrol", "update", "nodename=" + node_, "state=resume"});
+        WaitUntil([&] { return ShowNode(node_)["State"] == "IDLE"; }, std::chrono::seconds(30));
+    }
+
+private:
+    std::string node_;
+};
+
+bool Finished(const std::string& id) {
+    auto state = ShowJob(id)["JobState"];
+    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+}
+
+// The job lands on node1 first (lowest name, all idle); with a bad GPU there it must end up
+// completing elsewhere.
+TEST(Health, NodeWithFailingGpuNeverRunsTheJob) {
+    NodeScenario bad("node1",
+                     R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0",
+                                    "remapped_rows": {"failure": true}},
+                                   {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})");
+    CommandResult r;
+    auto id = Submit({"-N", "1", "--gpus-per-node=2", "--health-check=quick"},
+                     "#!/bin/bash\necho ran on $SLURMD_NODENAME\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }, std::chrono::seconds(90)))
+        << ShowJob(*id)["JobState"];
+    auto job = ShowJob(*id);
+    EXPECT_EQ(job["JobState"], "COMPLETED");
+    EXPECT_NE(job["NodeList"], "node1");
+    EXPECT_GE(std::stoi(job["Restarts"]), 1) << "the job should have been requeued off node1";
+
+    auto node = ShowNode("node1");
+    EXPECT_THAT(node["State"], HasSubstr("DRAIN"));
+    EXPECT_THAT(node["Reason"], StartsWith("autoheal: health row-remap gpu=0000:3b:00.0"));
+    std::string log = AutohealLog();
+    EXPECT_THAT(log, HasSubstr("node=node1 tier=quick verdict=fail"));
+}
+
+TEST(Health, GpuThatHangsNvmlIsHandledWithinTheBudget) {
+    NodeScenario hung("node1", R"({"hang": {"call": "nvmlDeviceGetTemperature", "seconds": 600},
+                                   "gpus": [{"minor": 0}, {"minor": 1}]})");
+    CommandResult r;
+    auto id = Submit({"-N", "1", "--gpus-per-node=1"}, "#!/bin/bash\ntrue\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }, std::chrono::seconds(90)));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+    EXPECT_NE(ShowJob(*id)["NodeList"], "node1");
+    auto node = ShowNode("node1");
+    EXPECT_THAT(node["Reason"], StartsWith("autoheal: health nvml: NVML did not answer within"));
+    // The prolog on node1 took about the NVML deadline (2 s), far under PrologEpilogTimeout.
+    std::smatch m;
+    std::string log = AutohealLog();
+    std::regex line("job=" + *id + " node=node1 tier=quick verdict=fail checks=\\d+ seconds=([0-9.]+)");
+    ASSERT_TRUE(std::regex_search(log, m, line)) << log;
+    EXPECT_LT(std::stod(m[1]), 4.0);
+}
+
+TEST(Health, HealthyFakeGpusPassTheQuickTier) {
+    CommandResult r;
+    auto id = Submit({"-N", "2", "--gpus-per-node=2", "--health-check=quick"},
+                     "#!/bin/bash\ntrue\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    std::string log = AutohealLog();
+    std::regex pass("job=" + *id + " node=node\\d tier=quick verdict=pass");
+    auto begin = std::sregex_iterator(log.begin(), log.end(), pass);
+    EXPECT_EQ(std::distance(begin, std::sregex_iterator()), 2) << log;
+    // The baseline snapshot is kept for the epilog.
+    EXPECT_TRUE(std::filesystem::exists(ClusterDir() + "/state/autoheal/jobs/" + *id));
+}
+
+}  // namespace
+}  // namespace autoheal::testing
