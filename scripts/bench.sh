@@ -11,6 +11,9 @@ rc=0
 echo "== classify_bench"
 "$repo/bench/classify_bench.sh" "$build_dir" || rc=1
 
+echo "== prolog_bench"
+"$repo/bench/prolog_bench.sh" "$build_dir" || rc=1
+
 shopt -s nullglob
 benches=("$build_dir"/bin/bench_*)
 for b in "${benches[@]}"; do
