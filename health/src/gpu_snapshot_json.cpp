@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "autoheal/health/gpu_snapshot.h"
 

@@ -139,7 +139,7 @@ typedef union nvmlValue_st {
 typedef struct nvmlFieldValue_st {
     unsigned int fieldId;
     unsigned int scopeId;
-    long long timestamp;    // microseconds since 1970
+    long long timestamp;  // microseconds since 1970
     long long latencyUsec;
     nvmlValueType_t valueType;
     nvmlReturn_t nvmlReturn;
@@ -204,61 +204,59 @@ typedef struct nvmlProcessInfo_v2_st {
 // ---- Functions. ----------------------------------------------------------------------------
 // X(name, return type, parenthesised parameter list). Every function autoheal calls, with the
 // exact exported symbol name (the versioned ones, as nvml.h's macros would pick).
-#define AUTOHEAL_NVML_FUNCTIONS(X)                                                             \
-    X(nvmlInit_v2, nvmlReturn_t, (void))                                                       \
-    X(nvmlShutdown, nvmlReturn_t, (void))                                                      \
-    X(nvmlErrorString, const char*, (nvmlReturn_t result))                                     \
-    X(nvmlSystemGetDriverVersion, nvmlReturn_t, (char* version, unsigned int length))          \
-    X(nvmlSystemGetNVMLVersion, nvmlReturn_t, (char* version, unsigned int length))            \
-    X(nvmlDeviceGetCount_v2, nvmlReturn_t, (unsigned int* deviceCount))                        \
-    X(nvmlDeviceGetHandleByIndex_v2, nvmlReturn_t, (unsigned int index, nvmlDevice_t* device)) \
-    X(nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char* name, unsigned int length)) \
-    X(nvmlDeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char* uuid, unsigned int length)) \
-    X(nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t * pci))       \
-    X(nvmlDeviceGetSerial, nvmlReturn_t,                                                       \
-      (nvmlDevice_t device, char* serial, unsigned int length))                                \
-    X(nvmlDeviceGetMinorNumber, nvmlReturn_t, (nvmlDevice_t device, unsigned int* minorNumber)) \
-    X(nvmlDeviceGetTotalEccErrors, nvmlReturn_t,                                               \
-      (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType, \
-       unsigned long long* eccCounts))                                                         \
-    X(nvmlDeviceGetMemoryErrorCounter, nvmlReturn_t,                                           \
-      (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType, \
-       nvmlMemoryLocation_t locationType, unsigned long long* count))                          \
-    X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                 \
-      (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows,                     \
-       unsigned int* isPending, unsigned int* failureOccurred))                                \
-    X(nvmlDeviceGetRetiredPages_v2, nvmlReturn_t,                                              \
-      (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* pageCount,          \
-       unsigned long long* addresses, unsigned long long* timestamps))                         \
-    X(nvmlDeviceGetRetiredPagesPendingStatus, nvmlReturn_t,                                    \
-      (nvmlDevice_t device, nvmlEnableState_t * isPending))                                    \
-    X(nvmlDeviceGetFieldValues, nvmlReturn_t,                                                  \
-      (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values))                        \
-    X(nvmlDeviceGetCurrPcieLinkGeneration, nvmlReturn_t,                                       \
-      (nvmlDevice_t device, unsigned int* currLinkGen))                                        \
-    X(nvmlDeviceGetMaxPcieLinkGeneration, nvmlReturn_t,                                        \
-      (nvmlDevice_t device, unsigned int* maxLinkGen))                                         \
-    X(nvmlDeviceGetCurrPcieLinkWidth, nvmlReturn_t,                                            \
-      (nvmlDevice_t device, unsigned int* currLinkWidth))                                      \
-    X(nvmlDeviceGetMaxPcieLinkWidth, nvmlReturn_t,                                             \
-      (nvmlDevice_t device, unsigned int* maxLinkWidth))                                       \
-    X(nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                  \
-      (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive))                   \
-    X(nvmlDeviceGetNvLinkErrorCounter, nvmlReturn_t,                                           \
-      (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter,               \
-       unsigned long long* counterValue))                                                      \
-    X(nvmlDeviceGetTemperature, nvmlReturn_t,                                                  \
-      (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int* temp))          \
-    X(nvmlDeviceGetTemperatureThreshold, nvmlReturn_t,                                         \
-      (nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType, unsigned int* temp))    \
-    X(nvmlDeviceGetCurrentClocksEventReasons, nvmlReturn_t,                                    \
-      (nvmlDevice_t device, unsigned long long* clocksEventReasons))                           \
-    X(nvmlDeviceGetCurrentClocksThrottleReasons, nvmlReturn_t,                                 \
-      (nvmlDevice_t device, unsigned long long* clocksThrottleReasons))                        \
-    X(nvmlDeviceGetPersistenceMode, nvmlReturn_t,                                              \
-      (nvmlDevice_t device, nvmlEnableState_t * mode))                                         \
-    X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                   \
-      (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos))                \
+#define AUTOHEAL_NVML_FUNCTIONS(X)                                                                 \
+    X(nvmlInit_v2, nvmlReturn_t, (void))                                                           \
+    X(nvmlShutdown, nvmlReturn_t, (void))                                                          \
+    X(nvmlErrorString, const char*, (nvmlReturn_t result))                                         \
+    X(nvmlSystemGetDriverVersion, nvmlReturn_t, (char* version, unsigned int length))              \
+    X(nvmlSystemGetNVMLVersion, nvmlReturn_t, (char* version, unsigned int length))                \
+    X(nvmlDeviceGetCount_v2, nvmlReturn_t, (unsigned int* deviceCount))                            \
+    X(nvmlDeviceGetHandleByIndex_v2, nvmlReturn_t, (unsigned int index, nvmlDevice_t* device))     \
+    X(nvmlDeviceGetName, nvmlReturn_t, (nvmlDevice_t device, char* name, unsigned int length))     \
+    X(nvmlDeviceGetUUID, nvmlReturn_t, (nvmlDevice_t device, char* uuid, unsigned int length))     \
+    X(nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t * pci))           \
+    X(nvmlDeviceGetSerial, nvmlReturn_t, (nvmlDevice_t device, char* serial, unsigned int length)) \
+    X(nvmlDeviceGetMinorNumber, nvmlReturn_t, (nvmlDevice_t device, unsigned int* minorNumber))    \
+    X(nvmlDeviceGetTotalEccErrors, nvmlReturn_t,                                                   \
+      (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,     \
+       unsigned long long* eccCounts))                                                             \
+    X(nvmlDeviceGetMemoryErrorCounter, nvmlReturn_t,                                               \
+      (nvmlDevice_t device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,     \
+       nvmlMemoryLocation_t locationType, unsigned long long* count))                              \
+    X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                     \
+      (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows,                         \
+       unsigned int* isPending, unsigned int* failureOccurred))                                    \
+    X(nvmlDeviceGetRetiredPages_v2, nvmlReturn_t,                                                  \
+      (nvmlDevice_t device, nvmlPageRetirementCause_t cause, unsigned int* pageCount,              \
+       unsigned long long* addresses, unsigned long long* timestamps))                             \
+    X(nvmlDeviceGetRetiredPagesPendingStatus, nvmlReturn_t,                                        \
+      (nvmlDevice_t device, nvmlEnableState_t * isPending))                                        \
+    X(nvmlDeviceGetFieldValues, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values))                            \
+    X(nvmlDeviceGetCurrPcieLinkGeneration, nvmlReturn_t,                                           \
+      (nvmlDevice_t device, unsigned int* currLinkGen))                                            \
+    X(nvmlDeviceGetMaxPcieLinkGeneration, nvmlReturn_t,                                            \
+      (nvmlDevice_t device, unsigned int* maxLinkGen))                                             \
+    X(nvmlDeviceGetCurrPcieLinkWidth, nvmlReturn_t,                                                \
+      (nvmlDevice_t device, unsigned int* currLinkWidth))                                          \
+    X(nvmlDeviceGetMaxPcieLinkWidth, nvmlReturn_t,                                                 \
+      (nvmlDevice_t device, unsigned int* maxLinkWidth))                                           \
+    X(nvmlDeviceGetNvLinkState, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive))                       \
+    X(nvmlDeviceGetNvLinkErrorCounter, nvmlReturn_t,                                               \
+      (nvmlDevice_t device, unsigned int link, nvmlNvLinkErrorCounter_t counter,                   \
+       unsigned long long* counterValue))                                                          \
+    X(nvmlDeviceGetTemperature, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int* temp))              \
+    X(nvmlDeviceGetTemperatureThreshold, nvmlReturn_t,                                             \
+      (nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType, unsigned int* temp))        \
+    X(nvmlDeviceGetCurrentClocksEventReasons, nvmlReturn_t,                                        \
+      (nvmlDevice_t device, unsigned long long* clocksEventReasons))                               \
+    X(nvmlDeviceGetCurrentClocksThrottleReasons, nvmlReturn_t,                                     \
+      (nvmlDevice_t device, unsigned long long* clocksThrottleReasons))                            \
+    X(nvmlDeviceGetPersistenceMode, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t * mode)) \
+    X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                       \
+      (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos))                    \
     X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory))
 
 namespace autoheal::health::nvml {

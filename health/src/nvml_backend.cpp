@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -127,7 +128,7 @@ class GpuReader {
         }
     }
 
-    // Calls fn(device, args...); true on NVML_SUCCESS (or on one of `also_ok`), else records
+    // Calls fn(device, args...); true on NVML_SUCCESS (or `also_ok`), else records
     // the error. A missing symbol is recorded as NVML's "Function Not Found".
     template <typename Fn, typename... Args>
     bool Call(const char* name, Fn fn, Args... args) {
@@ -180,9 +181,8 @@ class GpuReader {
             gpu_.ecc_uncorrected_aggregate = count;
         }
 
-        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetMemoryErrorCounter,
-                               NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
-                               NVML_MEMORY_LOCATION_DEVICE_MEMORY, &count)) {
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetMemoryErrorCounter, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                               NVML_VOLATILE_ECC, NVML_MEMORY_LOCATION_DEVICE_MEMORY, &count)) {
             gpu_.ecc_uncorrected_dram = count;
         }
         // On-chip memories: each GPU generation reports a different subset of these locations
@@ -190,8 +190,8 @@ class GpuReader {
         // recorded only when none does.
         if (api_.nvmlDeviceGetMemoryErrorCounter == nullptr) return;
         static constexpr nvmlMemoryLocation_t kSram[] = {
-            NVML_MEMORY_LOCATION_SRAM,          NVML_MEMORY_LOCATION_L1_CACHE,
-            NVML_MEMORY_LOCATION_L2_CACHE,      NVML_MEMORY_LOCATION_REGISTER_FILE,
+            NVML_MEMORY_LOCATION_SRAM,           NVML_MEMORY_LOCATION_L1_CACHE,
+            NVML_MEMORY_LOCATION_L2_CACHE,       NVML_MEMORY_LOCATION_REGISTER_FILE,
             NVML_MEMORY_LOCATION_TEXTURE_MEMORY, NVML_MEMORY_LOCATION_TEXTURE_SHM,
         };
         std::uint64_t sum = 0;
@@ -219,8 +219,7 @@ class GpuReader {
         unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
         if (AUTOHEAL_NVML_CALL(nvmlDeviceGetRemappedRows, &corrected, &uncorrected, &pending,
                                &failure)) {
-            gpu_.remapped_rows =
-                RemappedRows{corrected, uncorrected, pending != 0, failure != 0};
+            gpu_.remapped_rows = RemappedRows{corrected, uncorrected, pending != 0, failure != 0};
         }
     }
 
@@ -251,7 +250,9 @@ class GpuReader {
             return;
         }
         switch (value.valueType) {
-            case NVML_VALUE_TYPE_UNSIGNED_INT: gpu_.recovery_action = value.value.uiVal; break;
+            case NVML_VALUE_TYPE_UNSIGNED_INT:
+                gpu_.recovery_action = value.value.uiVal;
+                break;
             case NVML_VALUE_TYPE_UNSIGNED_LONG:
                 gpu_.recovery_action = static_cast<unsigned>(value.value.ulVal);
                 break;
@@ -264,7 +265,9 @@ class GpuReader {
             case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
                 gpu_.recovery_action = static_cast<unsigned>(value.value.sllVal);
                 break;
-            case NVML_VALUE_TYPE_UNSIGNED_SHORT: gpu_.recovery_action = value.value.usVal; break;
+            case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+                gpu_.recovery_action = value.value.usVal;
+                break;
             default:
                 AddError("nvmlDeviceGetFieldValues",
                          "unexpected value type " + std::to_string(value.valueType));
@@ -431,7 +434,8 @@ NodeSnapshot Collect(const std::string& library) {
             case NVML_ERROR_DRIVER_NOT_LOADED:
                 node.problem = "NVIDIA driver not loaded: " + why;
                 break;
-            default: node.problem = "NVML initialisation failed: " + why;
+            default:
+                node.problem = "NVML initialisation failed: " + why;
         }
         return node;
     }

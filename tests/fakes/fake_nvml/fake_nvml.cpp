@@ -1,0 +1,736 @@
+// A fake libnvidia-ml.so.1: the NVML functions autoheal calls (health/src/nvml_api.h), with
+// NVML's C signatures, answering from a scenario file (tests/fakes/SCENARIO.md) instead of a
+// GPU. The scenario is read by the nvmlInit_v2 that takes the reference count from 0 to 1.
+//
+// Lookup order: $AUTOHEAL_FAKE_GPU_SCENARIO, <this library's folder>/scenarios/
+// $SLURMD_NODENAME.json, <folder>/scenarios/default.json, then 8 healthy H100s. A path that does
+// not exist is skipped (the next one is tried); a file that exists but is not a valid scenario
+// makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN and a line on stderr, so a broken test fixture
+// never passes as a healthy node.
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nvml_api.h"
+
+// Every function of the list is declared here with C linkage, default visibility and noexcept,
+// so a definition below whose signature differs from nvml_api.h does not compile.
+#define FAKE_NVML_DECLARE(name, ret, params) \
+    extern "C" __attribute__((visibility("default"))) ret name params noexcept;
+AUTOHEAL_NVML_FUNCTIONS(FAKE_NVML_DECLARE)
+#undef FAKE_NVML_DECLARE
+
+namespace {
+
+using nlohmann::json;
+
+struct Link {
+    bool active = true;
+    std::uint64_t crc_flit = 0;
+    std::uint64_t replay = 0;
+    std::uint64_t recovery = 0;
+};
+
+struct Gpu {
+    unsigned index = 0;
+    std::string name;
+    std::string uuid;
+    std::string pci_bus_id;  // as in the scenario: "0000:1n:00.0"
+    unsigned pci_domain = 0, pci_bus = 0, pci_device = 0, pci_function = 0;
+    std::string serial;
+    unsigned minor = 0;
+    std::uint64_t ecc_volatile = 0, ecc_aggregate = 0, ecc_dram = 0, ecc_sram = 0;
+    unsigned rows_correctable = 0, rows_uncorrectable = 0;
+    bool rows_pending = false, rows_failure = false;
+    unsigned retired_dbe = 0;
+    bool retired_pending = false;
+    unsigned recovery_action = 0;
+    unsigned pcie_gen = 5, pcie_gen_max = 5, pcie_width = 16, pcie_width_max = 16;
+    std::vector<Link> links;
+    unsigned temperature_c = 35, slowdown_temperature_c = 90;
+    std::uint64_t clock_event_reasons = 0;
+    bool persistence_mode = true;
+    unsigned processes = 0;
+    std::uint64_t memory_used = 0, memory_total = 85520809984ULL;
+    std::set<std::string> unsupported;
+};
+
+struct Hang {
+    std::string call;
+    std::optional<unsigned> gpu;
+    double seconds = 3600;
+};
+
+struct Scenario {
+    std::string driver_version = "550.54.15";
+    std::string nvml_version = "12.550.54.15";
+    std::optional<nvmlReturn_t> init_error;
+    std::optional<Hang> hang;
+    std::vector<Gpu> gpus;
+};
+
+// NVML's names and (approximately) its nvmlErrorString texts.
+struct ReturnName {
+    nvmlReturn_t value;
+    const char* name;
+    const char* text;
+};
+constexpr ReturnName kReturns[] = {
+    {NVML_SUCCESS, "NVML_SUCCESS", "Success"},
+    {NVML_ERROR_UNINITIALIZED, "NVML_ERROR_UNINITIALIZED", "Uninitialized"},
+    {NVML_ERROR_INVALID_ARGUMENT, "NVML_ERROR_INVALID_ARGUMENT", "Invalid Argument"},
+    {NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED", "Not Supported"},
+    {NVML_ERROR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION", "Insufficient Permissions"},
+    {NVML_ERROR_ALREADY_INITIALIZED, "NVML_ERROR_ALREADY_INITIALIZED", "Already Initialized"},
+    {NVML_ERROR_NOT_FOUND, "NVML_ERROR_NOT_FOUND", "Not Found"},
+    {NVML_ERROR_INSUFFICIENT_SIZE, "NVML_ERROR_INSUFFICIENT_SIZE", "Insufficient Size"},
+    {NVML_ERROR_INSUFFICIENT_POWER, "NVML_ERROR_INSUFFICIENT_POWER", "Insufficient External Power"},
+    {NVML_ERROR_DRIVER_NOT_LOADED, "NVML_ERROR_DRIVER_NOT_LOADED", "Driver Not Loaded"},
+    {NVML_ERROR_TIMEOUT, "NVML_ERROR_TIMEOUT", "Timeout"},
+    {NVML_ERROR_IRQ_ISSUE, "NVML_ERROR_IRQ_ISSUE", "Interrupt request issue"},
+    {NVML_ERROR_LIBRARY_NOT_FOUND, "NVML_ERROR_LIBRARY_NOT_FOUND", "NVML Shared Library Not Found"},
+    {NVML_ERROR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND", "Function Not Found"},
+    {NVML_ERROR_CORRUPTED_INFOROM, "NVML_ERROR_CORRUPTED_INFOROM", "Corrupted infoROM"},
+    {NVML_ERROR_GPU_IS_LOST, "NVML_ERROR_GPU_IS_LOST", "GPU is lost"},
+    {NVML_ERROR_RESET_REQUIRED, "NVML_ERROR_RESET_REQUIRED", "GPU requires restart"},
+    {NVML_ERROR_OPERATING_SYSTEM, "NVML_ERROR_OPERATING_SYSTEM",
+     "GPU access blocked by the operating system"},
+    {NVML_ERROR_LIB_RM_VERSION_MISMATCH, "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+     "Driver/library version mismatch"},
+    {NVML_ERROR_IN_USE, "NVML_ERROR_IN_USE", "In use by another client"},
+    {NVML_ERROR_MEMORY, "NVML_ERROR_MEMORY", "Insufficient Memory"},
+    {NVML_ERROR_NO_DATA, "NVML_ERROR_NO_DATA", "No data"},
+    {NVML_ERROR_VGPU_ECC_NOT_SUPPORTED, "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED",
+     "vGPU ECC Not Supported"},
+    {NVML_ERROR_INSUFFICIENT_RESOURCES, "NVML_ERROR_INSUFFICIENT_RESOURCES",
+     "Insufficient Resources"},
+    {NVML_ERROR_FREQ_NOT_SUPPORTED, "NVML_ERROR_FREQ_NOT_SUPPORTED", "Frequency Not Supported"},
+    {NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH",
+     "Argument Version Mismatch"},
+    {NVML_ERROR_DEPRECATED, "NVML_ERROR_DEPRECATED", "Deprecated"},
+    {NVML_ERROR_NOT_READY, "NVML_ERROR_NOT_READY", "Not Ready"},
+    {NVML_ERROR_GPU_NOT_FOUND, "NVML_ERROR_GPU_NOT_FOUND", "GPU Not Found"},
+    {NVML_ERROR_INVALID_STATE, "NVML_ERROR_INVALID_STATE", "Invalid State"},
+    {NVML_ERROR_UNKNOWN, "NVML_ERROR_UNKNOWN", "Unknown Error"},
+};
+
+// ---- Scenario ----------------------------------------------------------------------------------
+
+void ParseBusId(Gpu* g) {
+    unsigned domain = 0, bus = 0, device = 0, function = 0;
+    char extra = 0;
+    if (std::sscanf(g->pci_bus_id.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &device, &function,
+                    &extra) != 4) {
+        throw std::runtime_error("pci_bus_id \"" + g->pci_bus_id + "\" is not DDDD:BB:DD.F");
+    }
+    g->pci_domain = domain;
+    g->pci_bus = bus;
+    g->pci_device = device;
+    g->pci_function = function;
+}
+
+Gpu HealthyGpu(unsigned i) {
+    Gpu g;
+    char buf[64];
+    g.index = i;
+    g.name = "NVIDIA H100 80GB HBM3";
+    std::snprintf(buf, sizeof(buf), "GPU-00000000-0000-0000-0000-%012u", i);
+    g.uuid = buf;
+    std::snprintf(buf, sizeof(buf), "0000:%02x:00.0", 0x10 + i);
+    g.pci_bus_id = buf;
+    std::snprintf(buf, sizeof(buf), "1650%09u", i);
+    g.serial = buf;
+    g.minor = i;
+    g.links.assign(18, Link{});
+    ParseBusId(&g);
+    return g;
+}
+
+template <typename T>
+void Take(const json& j, const char* key, T* out) {
+    auto it = j.find(key);
+    if (it != j.end() && !it->is_null()) *out = it->get<T>();
+}
+
+Gpu ParseGpu(const json& j, unsigned i) {
+    if (!j.is_object()) throw std::runtime_error("gpus[" + std::to_string(i) + "] not an object");
+    Gpu g = HealthyGpu(i);
+    Take(j, "name", &g.name);
+    Take(j, "uuid", &g.uuid);
+    Take(j, "pci_bus_id", &g.pci_bus_id);
+    Take(j, "serial", &g.serial);
+    Take(j, "minor", &g.minor);
+    if (auto it = j.find("ecc"); it != j.end() && !it->is_null()) {
+        Take(*it, "volatile_uncorrected", &g.ecc_volatile);
+        Take(*it, "aggregate_uncorrected", &g.ecc_aggregate);
+        Take(*it, "dram_uncorrected", &g.ecc_dram);
+        Take(*it, "sram_uncorrected", &g.ecc_sram);
+    }
+    if (auto it = j.find("remapped_rows"); it != j.end() && !it->is_null()) {
+        Take(*it, "correctable", &g.rows_correctable);
+        Take(*it, "uncorrectable", &g.rows_uncorrectable);
+        Take(*it, "pending", &g.rows_pending);
+        Take(*it, "failure", &g.rows_failure);
+    }
+    if (auto it = j.find("retired_pages"); it != j.end() && !it->is_null()) {
+        Take(*it, "dbe", &g.retired_dbe);
+        Take(*it, "pending", &g.retired_pending);
+    }
+    Take(j, "recovery_action", &g.recovery_action);
+    if (auto it = j.find("pcie"); it != j.end() && !it->is_null()) {
+        Take(*it, "gen", &g.pcie_gen);
+        Take(*it, "gen_max", &g.pcie_gen_max);
+        Take(*it, "width", &g.pcie_width);
+        Take(*it, "width_max", &g.pcie_width_max);
+    }
+    unsigned nvlink_count = 18;
+    Take(j, "nvlink_count", &nvlink_count);
+    g.links.assign(nvlink_count, Link{});
+    if (auto it = j.find("nvlinks"); it != j.end() && !it->is_null()) {
+        g.links.clear();
+        for (const json& l : it->get_ref<const json::array_t&>()) {
+            Link link;
+            Take(l, "active", &link.active);
+            Take(l, "crc_flit", &link.crc_flit);
+            Take(l, "replay", &link.replay);
+            Take(l, "recovery", &link.recovery);
+            g.links.push_back(link);
+        }
+    }
+    Take(j, "temperature_c", &g.temperature_c);
+    Take(j, "slowdown_temperature_c", &g.slowdown_temperature_c);
+    Take(j, "clock_event_reasons", &g.clock_event_reasons);
+    Take(j, "persistence_mode", &g.persistence_mode);
+    Take(j, "processes", &g.processes);
+    Take(j, "memory_used_bytes", &g.memory_used);
+    Take(j, "memory_total_bytes", &g.memory_total);
+    if (auto it = j.find("unsupported"); it != j.end() && !it->is_null()) {
+        for (const json& f : it->get_ref<const json::array_t&>()) {
+            g.unsupported.insert(f.get<std::string>());
+        }
+    }
+    ParseBusId(&g);
+    return g;
+}
+
+nvmlReturn_t ReturnByName(const json& j) {
+    if (j.is_number_integer()) return static_cast<nvmlReturn_t>(j.get<int>());
+    const std::string name = j.get<std::string>();
+    for (const ReturnName& r : kReturns) {
+        if (name == r.name) return r.value;
+    }
+    throw std::runtime_error("unknown NVML error name \"" + name + "\"");
+}
+
+Scenario ParseScenario(const std::string& text) {
+    const json j = json::parse(text);
+    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    Scenario s;
+    Take(j, "driver_version", &s.driver_version);
+    Take(j, "nvml_version", &s.nvml_version);
+    if (auto it = j.find("init_error"); it != j.end() && !it->is_null()) {
+        s.init_error = ReturnByName(*it);
+    }
+    if (auto it = j.find("hang"); it != j.end() && !it->is_null()) {
+        Hang h;
+        h.call = it->at("call").get<std::string>();
+        if (auto g = it->find("gpu"); g != it->end() && !g->is_null()) h.gpu = g->get<unsigned>();
+        Take(*it, "seconds", &h.seconds);
+        s.hang = h;
+    }
+    auto gpus = j.find("gpus");
+    if (gpus == j.end() || gpus->is_null()) {
+        for (unsigned i = 0; i < 8; ++i) s.gpus.push_back(HealthyGpu(i));
+    } else {
+        unsigned i = 0;
+        for (const json& g : gpus->get_ref<const json::array_t&>()) {
+            s.gpus.push_back(ParseGpu(g, i++));
+        }
+    }
+    return s;
+}
+
+std::string OwnFolder() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvmlInit_v2), &info) == 0 || info.dli_fname == nullptr) {
+        return ".";
+    }
+    const std::string path = info.dli_fname;
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool IsFile(const std::string& path) {
+    struct stat st {};
+    return !path.empty() && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The scenario file to use; "" for the built-in one.
+std::string ScenarioPath() {
+    if (const char* env = std::getenv("AUTOHEAL_FAKE_GPU_SCENARIO"); env != nullptr) {
+        if (IsFile(env)) return env;
+    }
+    const std::string dir = OwnFolder() + "/scenarios/";
+    if (const char* node = std::getenv("SLURMD_NODENAME"); node != nullptr && *node != '\0') {
+        if (IsFile(dir + node + ".json")) return dir + node + ".json";
+    }
+    if (IsFile(dir + "default.json")) return dir + "default.json";
+    return "";
+}
+
+// ---- State -------------------------------------------------------------------------------------
+
+std::mutex g_mutex;
+int g_init_count = 0;
+Scenario g_scenario;
+
+void MaybeHang(const char* call, int gpu_index) {
+    if (!g_scenario.hang || g_scenario.hang->call != call) return;
+    const Hang& h = *g_scenario.hang;
+    // Calls without a device hang whatever GPU the scenario names.
+    if (h.gpu && gpu_index >= 0 && static_cast<unsigned>(gpu_index) != *h.gpu) return;
+    std::this_thread::sleep_for(std::chrono::duration<double>(h.seconds));
+}
+
+// Checks common to every device query: initialised, a handle this library gave out, the hang
+// and the GPU's unsupported list. On NVML_SUCCESS *gpu is the device.
+nvmlReturn_t Enter(const char* call, nvmlDevice_t device, const Gpu** gpu) {
+    if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    *gpu = nullptr;
+    for (const Gpu& g : g_scenario.gpus) {
+        if (reinterpret_cast<const Gpu*>(device) == &g) *gpu = &g;
+    }
+    if (*gpu == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    MaybeHang(call, static_cast<int>((*gpu)->index));
+    if ((*gpu)->unsupported.count(call) != 0) return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+// The exception firewall of every entry point: fn(call), where `call` is the exported
+// function's name (passed from outside the lambda, where __func__ names that function).
+template <typename Fn>
+nvmlReturn_t Guard(const char* call, Fn fn) noexcept {
+    try {
+        return fn(call);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fake_nvml: %s\n", e.what());
+        return NVML_ERROR_UNKNOWN;
+    } catch (...) {
+        return NVML_ERROR_UNKNOWN;
+    }
+}
+
+nvmlReturn_t CopyString(const std::string& value, char* out, unsigned length) {
+    if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (value.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+    std::memcpy(out, value.c_str(), value.size() + 1);
+    return NVML_SUCCESS;
+}
+
+template <typename T>
+nvmlReturn_t Put(T value, T* out) {
+    if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *out = value;
+    return NVML_SUCCESS;
+}
+
+// A device query: Enter's checks, then body(gpu).
+#define FAKE_NVML_DEVICE_QUERY(device, body)                                            \
+    Guard(__func__, [&](const char* call) -> nvmlReturn_t {                             \
+        const Gpu* gpu = nullptr;                                                       \
+        if (nvmlReturn_t rc = Enter(call, device, &gpu); rc != NVML_SUCCESS) return rc; \
+        body                                                                            \
+    })
+
+}  // namespace
+
+// ---- Library ------------------------------------------------------------------------------------
+
+nvmlReturn_t nvmlInit_v2(void) noexcept {
+    return Guard(__func__, [](const char* call) -> nvmlReturn_t {
+        {
+            std::lock_guard<std::mutex> lock(g_mutex);
+            if (g_init_count == 0) {
+                const std::string path = ScenarioPath();
+                try {
+                    std::string text = "{}";
+                    if (!path.empty()) {
+                        std::ifstream in(path);
+                        std::stringstream ss;
+                        ss << in.rdbuf();
+                        if (!in) throw std::runtime_error("cannot read the file");
+                        text = ss.str();
+                    }
+                    g_scenario = ParseScenario(text);
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "fake_nvml: bad scenario %s: %s\n", path.c_str(),
+                                 e.what());
+                    return NVML_ERROR_UNKNOWN;
+                }
+            }
+        }
+        MaybeHang(call, -1);
+        if (g_scenario.init_error) return *g_scenario.init_error;
+        std::lock_guard<std::mutex> lock(g_mutex);
+        ++g_init_count;
+        return NVML_SUCCESS;
+    });
+}
+
+nvmlReturn_t nvmlShutdown(void) noexcept {
+    return Guard(__func__, [](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        MaybeHang(call, -1);
+        std::lock_guard<std::mutex> lock(g_mutex);
+        --g_init_count;
+        return NVML_SUCCESS;
+    });
+}
+
+const char* nvmlErrorString(nvmlReturn_t result) noexcept {
+    for (const ReturnName& r : kReturns) {
+        if (r.value == result) return r.text;
+    }
+    return "Unknown Error";
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        MaybeHang(call, -1);
+        return CopyString(g_scenario.driver_version, version, length);
+    });
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        MaybeHang(call, -1);
+        return CopyString(g_scenario.nvml_version, version, length);
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        MaybeHang(call, -1);
+        return Put(static_cast<unsigned>(g_scenario.gpus.size()), deviceCount);
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        if (device == nullptr || index >= g_scenario.gpus.size()) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        const Gpu& gpu = g_scenario.gpus[index];
+        MaybeHang(call, static_cast<int>(index));
+        if (gpu.unsupported.count(call) != 0) return NVML_ERROR_NOT_SUPPORTED;
+        // The handle is the GPU's entry; Enter checks it points into the scenario.
+        *device = reinterpret_cast<nvmlDevice_t>(const_cast<Gpu*>(&gpu));
+        return NVML_SUCCESS;
+    });
+}
+
+// ---- Identity -----------------------------------------------------------------------------------
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return CopyString(gpu->name, name, length); });
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return CopyString(gpu->uuid, uuid, length); });
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        *pci = nvmlPciInfo_t{};
+        std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.%X",
+                      gpu->pci_domain & 0xffff, gpu->pci_bus, gpu->pci_device, gpu->pci_function);
+        std::snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.%X", gpu->pci_domain,
+                      gpu->pci_bus, gpu->pci_device, gpu->pci_function);
+        pci->domain = gpu->pci_domain;
+        pci->bus = gpu->pci_bus;
+        pci->device = gpu->pci_device;
+        pci->pciDeviceId = 0x233010DE;  // H100 SXM5, NVIDIA
+        pci->pciSubSystemId = 0x16C110DE;
+        return NVML_SUCCESS;
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int length) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return CopyString(gpu->serial, serial, length); });
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return Put(gpu->minor, minorNumber); });
+}
+
+// ---- Memory errors ------------------------------------------------------------------------------
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                         nvmlEccCounterType_t counterType,
+                                         unsigned long long* eccCounts) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (errorType >= NVML_MEMORY_ERROR_TYPE_COUNT ||
+            counterType >= NVML_ECC_COUNTER_TYPE_COUNT) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        unsigned long long count = 0;
+        if (errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED) {
+            count = counterType == NVML_VOLATILE_ECC ? gpu->ecc_volatile : gpu->ecc_aggregate;
+        }
+        return Put(count, eccCounts);
+    });
+}
+
+// Like Hopper: DRAM and SRAM answer, the older per-unit locations are not supported. The
+// scenario's split is of volatile counts; the aggregate counters report the same numbers.
+nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                             nvmlEccCounterType_t counterType,
+                                             nvmlMemoryLocation_t locationType,
+                                             unsigned long long* count) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (errorType >= NVML_MEMORY_ERROR_TYPE_COUNT ||
+            counterType >= NVML_ECC_COUNTER_TYPE_COUNT ||
+            locationType >= NVML_MEMORY_LOCATION_COUNT) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        const bool uncorrected = errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED;
+        if (locationType == NVML_MEMORY_LOCATION_DRAM) {
+            return Put<unsigned long long>(uncorrected ? gpu->ecc_dram : 0, count);
+        }
+        if (locationType == NVML_MEMORY_LOCATION_SRAM) {
+            return Put<unsigned long long>(uncorrected ? gpu->ecc_sram : 0, count);
+        }
+        return NVML_ERROR_NOT_SUPPORTED;
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows,
+                                       unsigned int* uncRows, unsigned int* isPending,
+                                       unsigned int* failureOccurred) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (corrRows == nullptr || uncRows == nullptr || isPending == nullptr ||
+            failureOccurred == nullptr) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        *corrRows = gpu->rows_correctable;
+        *uncRows = gpu->rows_uncorrectable;
+        *isPending = gpu->rows_pending ? 1 : 0;
+        *failureOccurred = gpu->rows_failure ? 1 : 0;
+        return NVML_SUCCESS;
+    });
+}
+
+// NVML's sizing protocol: a buffer smaller than the count gets NVML_ERROR_INSUFFICIENT_SIZE and
+// the count; otherwise the pages and NVML_SUCCESS.
+nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                          unsigned int* pageCount, unsigned long long* addresses,
+                                          unsigned long long* timestamps) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (pageCount == nullptr || cause >= NVML_PAGE_RETIREMENT_CAUSE_COUNT) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        const unsigned n =
+            cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? gpu->retired_dbe : 0;
+        if (*pageCount < n) {
+            *pageCount = n;
+            return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            if (addresses != nullptr) addresses[i] = 0x1000ULL * (i + 1);
+            if (timestamps != nullptr) timestamps[i] = 1700000000ULL + i;
+        }
+        *pageCount = n;
+        return NVML_SUCCESS;
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
+                                                    nvmlEnableState_t* isPending) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        return Put(gpu->retired_pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED, isPending);
+    });
+}
+
+// Only NVML_FI_DEV_GET_GPU_RECOVERY_ACTION is known; other fields answer NOT_SUPPORTED.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                      nvmlFieldValue_t* values) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (valuesCount < 0 || (valuesCount > 0 && values == nullptr)) {
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        const long long now = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+        for (int i = 0; i < valuesCount; ++i) {
+            nvmlFieldValue_t& v = values[i];
+            v.timestamp = now;
+            v.latencyUsec = 0;
+            if (v.fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) {
+                v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+                v.nvmlReturn = NVML_SUCCESS;
+                v.value.uiVal = gpu->recovery_action;
+            } else {
+                v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+            }
+        }
+        return NVML_SUCCESS;
+    });
+}
+
+// ---- PCIe ---------------------------------------------------------------------------------------
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device,
+                                                 unsigned int* currLinkGen) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return Put(gpu->pcie_gen, currLinkGen); });
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device,
+                                                unsigned int* maxLinkGen) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return Put(gpu->pcie_gen_max, maxLinkGen); });
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device,
+                                            unsigned int* currLinkWidth) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return Put(gpu->pcie_width, currLinkWidth); });
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device,
+                                           unsigned int* maxLinkWidth) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, { return Put(gpu->pcie_width_max, maxLinkWidth); });
+}
+
+// ---- NVLink -------------------------------------------------------------------------------------
+
+// A GPU without links answers NOT_SUPPORTED; a link past the last one INVALID_ARGUMENT.
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                      nvmlEnableState_t* isActive) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (gpu->links.empty()) return NVML_ERROR_NOT_SUPPORTED;
+        if (link >= gpu->links.size()) return NVML_ERROR_INVALID_ARGUMENT;
+        return Put(gpu->links[link].active ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED,
+                   isActive);
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
+                                             nvmlNvLinkErrorCounter_t counter,
+                                             unsigned long long* counterValue) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (gpu->links.empty()) return NVML_ERROR_NOT_SUPPORTED;
+        if (link >= gpu->links.size()) return NVML_ERROR_INVALID_ARGUMENT;
+        const Link& l = gpu->links[link];
+        switch (counter) {
+            case NVML_NVLINK_ERROR_DL_REPLAY:
+                return Put<unsigned long long>(l.replay, counterValue);
+            case NVML_NVLINK_ERROR_DL_RECOVERY:
+                return Put<unsigned long long>(l.recovery, counterValue);
+            case NVML_NVLINK_ERROR_DL_CRC_FLIT:
+                return Put<unsigned long long>(l.crc_flit, counterValue);
+            case NVML_NVLINK_ERROR_DL_CRC_DATA:
+            case NVML_NVLINK_ERROR_DL_ECC_DATA:
+                return Put<unsigned long long>(0, counterValue);
+            default:
+                return NVML_ERROR_INVALID_ARGUMENT;
+        }
+    });
+}
+
+// ---- Thermal, clocks, processes, memory ---------------------------------------------------------
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                      unsigned int* temp) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+        return Put(gpu->temperature_c, temp);
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                               nvmlTemperatureThresholds_t thresholdType,
+                                               unsigned int* temp) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        switch (thresholdType) {
+            case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
+                return Put(gpu->slowdown_temperature_c, temp);
+            case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
+                return Put(gpu->slowdown_temperature_c + 2, temp);
+            case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
+                return Put(gpu->slowdown_temperature_c - 3, temp);
+            default:
+                return NVML_ERROR_NOT_SUPPORTED;
+        }
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(
+    nvmlDevice_t device, unsigned long long* clocksEventReasons) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(
+        device, { return Put<unsigned long long>(gpu->clock_event_reasons, clocksEventReasons); });
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
+    nvmlDevice_t device, unsigned long long* clocksThrottleReasons) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        return Put<unsigned long long>(gpu->clock_event_reasons, clocksThrottleReasons);
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        return Put(gpu->persistence_mode ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED, mode);
+    });
+}
+
+// The same sizing protocol as nvmlDeviceGetRetiredPages_v2.
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_t* infos) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        const unsigned n = gpu->processes;
+        if (*infoCount < n) {
+            *infoCount = n;
+            return NVML_ERROR_INSUFFICIENT_SIZE;
+        }
+        if (n > 0 && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        for (unsigned i = 0; i < n; ++i) {
+            infos[i].pid = 4000 + 100 * gpu->index + i;
+            infos[i].usedGpuMemory = gpu->memory_used / n;
+            infos[i].gpuInstanceId = 0xFFFFFFFFu;
+            infos[i].computeInstanceId = 0xFFFFFFFFu;
+        }
+        *infoCount = n;
+        return NVML_SUCCESS;
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        memory->total = gpu->memory_total;
+        memory->used = gpu->memory_used;
+        memory->free =
+            gpu->memory_total > gpu->memory_used ? gpu->memory_total - gpu->memory_used : 0;
+        return NVML_SUCCESS;
+    });
+}
