@@ -29,6 +29,13 @@ struct [[nodiscard]] Status {
     static Status Error(std::string message) { return {std::move(message), {}, {}}; }
 };
 
+// Returns from the enclosing function when `expr` (a Status) is an error.
+#define AH_TRY(expr)                                  \
+    do {                                              \
+        ::autoheal::cuda::Status ah_status_ = (expr); \
+        if (!ah_status_.ok()) return ah_status_;      \
+    } while (0)
+
 struct GemmParams {
     std::int64_t n = 8192;
     std::string dtype = "bf16";  // "bf16" | "fp32" | "tf32"
@@ -43,7 +50,7 @@ struct HbmParams {
 struct CopyParams {
     std::int64_t bytes = 0;  // 0: the check's default
     std::int64_t iterations = 10;
-    int peer = -1;           // p2p_bw only; -1: the next device
+    int peer = -1;  // p2p_bw only; -1: the next device
 };
 
 struct AllreduceParams {

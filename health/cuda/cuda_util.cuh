@@ -20,23 +20,17 @@ inline Status CudaError(cudaError_t error, const char* expr) {
     return {cudaGetErrorString(error), cudaGetErrorName(error), std::move(call)};
 }
 
-#define AH_CUDA(expr)                                                        \
-    do {                                                                     \
-        cudaError_t ah_cuda_error_ = (expr);                                 \
+#define AH_CUDA(expr)                                                               \
+    do {                                                                            \
+        cudaError_t ah_cuda_error_ = (expr);                                        \
         if (ah_cuda_error_ != cudaSuccess) return CudaError(ah_cuda_error_, #expr); \
     } while (0)
 
 // After a kernel launch: launch errors now, execution errors at the next synchronizing call.
-#define AH_CUDA_LAUNCH(kernel_name)                                          \
-    do {                                                                     \
-        cudaError_t ah_cuda_error_ = cudaGetLastError();                     \
+#define AH_CUDA_LAUNCH(kernel_name)                                                       \
+    do {                                                                                  \
+        cudaError_t ah_cuda_error_ = cudaGetLastError();                                  \
         if (ah_cuda_error_ != cudaSuccess) return CudaError(ah_cuda_error_, kernel_name); \
-    } while (0)
-
-#define AH_TRY(expr)                          \
-    do {                                      \
-        Status ah_status_ = (expr);           \
-        if (!ah_status_.ok()) return ah_status_; \
     } while (0)
 
 // Makes `device` current for a scope and restores the previous device afterwards.
@@ -208,7 +202,8 @@ __device__ __forceinline__ unsigned long long WarpMin(unsigned long long v) {
     return v;
 }
 __device__ __forceinline__ unsigned WarpMax(unsigned v) {
-    for (int offset = 16; offset > 0; offset /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    for (int offset = 16; offset > 0; offset /= 2)
+        v = max(v, __shfl_xor_sync(0xffffffffu, v, offset));
     return v;
 }
 

@@ -49,19 +49,15 @@ cp "$build_dir"/plugins/*.so "$cluster_dir/lib/"
 # reading lib/fake-gpu/scenarios/<node>.json, else default.json (2 healthy GPUs per node).
 fake=$cluster_dir/lib/fake-gpu
 mkdir -p "$fake/scenarios"
+for lib in nvml/libnvidia-ml.so.1 cuda/libautoheal_cuda_fake.so; do
+    [ -f "$build_dir/fakes/$lib" ] || { log "missing $build_dir/fakes/$lib: run make first"; exit 1; }
+    cp "$build_dir/fakes/$lib" "$fake/"
+done
 health_section="health:
   nvml_timeout_seconds: 2
-  quick_budget_seconds: 8"
-if [ -f "$build_dir/fakes/nvml/libnvidia-ml.so.1" ]; then
-    cp "$build_dir/fakes/nvml/libnvidia-ml.so.1" "$fake/"
-    health_section="$health_section
-  nvml_library: $fake/libnvidia-ml.so.1"
-fi
-if [ -f "$build_dir/fakes/cuda/libautoheal_cuda_fake.so" ]; then
-    cp "$build_dir/fakes/cuda/libautoheal_cuda_fake.so" "$fake/"
-    health_section="$health_section
+  quick_budget_seconds: 8
+  nvml_library: $fake/libnvidia-ml.so.1
   cuda_module: $fake/libautoheal_cuda_fake.so"
-fi
 cat >"$fake/scenarios/default.json" <<'JSON'
 {"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0"}, {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]}
 JSON

@@ -106,6 +106,20 @@ TEST(Health, GpuThatHangsNvmlIsHandledWithinTheBudget) {
     EXPECT_LT(std::stod(m[1]), 4.0);
 }
 
+TEST(Health, WrongGemmResultIsCaughtByTheCudaChecks) {
+    NodeScenario sdc("node1", R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0",
+                                             "cuda": {"gemm_wrong": true}},
+                                            {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})");
+    CommandResult r;
+    auto id = Submit({"-N", "1", "--gpus-per-node=2"}, "#!/bin/bash\ntrue\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }, std::chrono::seconds(90)));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+    EXPECT_NE(ShowJob(*id)["NodeList"], "node1");
+    EXPECT_THAT(ShowNode("node1")["Reason"],
+                StartsWith("autoheal: health gemm-bf16 gpu=0000:3b:00.0: GEMM result wrong"));
+}
+
 TEST(Health, HealthyFakeGpusPassTheQuickTier) {
     CommandResult r;
     auto id = Submit({"-N", "2", "--gpus-per-node=2", "--health-check=quick"},
