@@ -68,7 +68,7 @@ if "verdict=pass" not in log:
     print("bench: prolog: the quick tier did not pass on healthy fake GPUs:\n" + log[-2000:])
     sys.exit(1)
 overhead = prolog_ms - true_ms
-print("prolog_gpus=8 runs=%d" % runs)
+print("prolog_gpus=8 runs=%d %s" % (runs, log.strip().splitlines()[-1].split("info: ")[-1]))
 print("prolog_true_ms=%.2f" % true_ms)
 print("prolog_quick_ms=%.2f" % prolog_ms)
 print("prolog_quick_overhead_ms=%.2f" % overhead)
