@@ -7,14 +7,16 @@
 #   make bench    benchmarks (ratios against a baseline measured in the same run)
 #   make install  install into PREFIX (default /usr/local) and Slurm's PluginDir
 #   make lint     clang-format check and clang-tidy
+#   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each
 SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 BUILD ?= build
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
+FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build test unit-test integration-test demo bench install lint clean
+.PHONY: all deps configure build test unit-test integration-test demo bench install lint fuzz clean
 
 all: build
 
@@ -54,6 +56,10 @@ install: configure
 
 lint: configure
 	@scripts/lint.sh $(BUILD)
+
+# Its own build folder (build-fuzz/), so the gcc build above is untouched.
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -29,8 +30,8 @@ namespace {
 //   - RE2's \s is [\t\n\f\r ], Hyperscan's also has VT: \S, and \s inside a class, are
 //     written as byte sets; RE2's \v is VT alone;
 //   - RE2 sees one line, its CR removed; Hyperscan the whole buffer (HS_FLAG_MULTILINE): \A is
-//     ^, and \z and $ also match before a CR.
-// \Q...\E is copied as is.
+//     ^, and \z and $ also match before a CR;
+//   - a Hyperscan pattern ends at a NUL byte: NUL is written \x00, and \Q...\E byte by byte.
 std::string ForHyperscan(const std::string& re2_pattern) {
     constexpr std::string_view kSpace = "\\t\\n\\f\\r\\x20";  // RE2's \s, in a class
     constexpr std::string_view kNonSpace = "\\x00-\\x08\\x0b\\x0e-\\x1f\\x21-\\xff";  // its \S
@@ -39,13 +40,27 @@ std::string ForHyperscan(const std::string& re2_pattern) {
     bool in_class = false;
     for (std::size_t i = 0; i < re2_pattern.size(); ++i) {
         char c = re2_pattern[i];
+        if (c == '\0') {
+            out += "\\x00";
+            continue;
+        }
         if (c == '\\' && i + 1 < re2_pattern.size()) {
             const char e = re2_pattern[++i];
-            if (e == 'Q') {
-                std::size_t end = re2_pattern.find("\\E", i + 1);
-                end = end == std::string::npos ? re2_pattern.size() : end + 2;
-                out.append(re2_pattern, i - 1, end - (i - 1));
-                i = end - 1;
+            if (e == 'Q') {  // literal up to \E: letters and digits as they are, the rest \xHH
+                std::size_t end = std::min(re2_pattern.find("\\E", i + 1), re2_pattern.size());
+                for (std::size_t j = i + 1; j < end; ++j) {
+                    const auto b = static_cast<unsigned char>(re2_pattern[j]);
+                    if (std::isalnum(b)) {
+                        out += static_cast<char>(b);
+                    } else {
+                        out += "\\x";
+                        out += "0123456789abcdef"[b >> 4];
+                        out += "0123456789abcdef"[b & 15];
+                    }
+                }
+                i = std::min(end + 1, re2_pattern.size());
+            } else if (e == '\0') {
+                out += "\\x00";
             } else if (e == 'S') {
                 out += in_class ? std::string(kNonSpace) : "[^" + std::string(kSpace) + "]";
             } else if (e == 's' && in_class) {
