@@ -28,6 +28,7 @@
 
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/rule_files.h"
+#include "autoheal/diag/pattern.h"
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
@@ -162,24 +163,18 @@ const Loaded* Load() {
 
 // Every line of `text` that a signature's regex matches is evidence for that signature, once,
 // with its 1-based line number and text; the first `cap` such lines are kept and all counted.
-// Except, for now, lines with bytes >= 0x80: Hyperscan's prefilter reads bytes where RE2 reads
-// UTF-8 characters, so it can miss what RE2 matches there ('a.b' on "a\u00e9b", '(?i)k' on
-// U+212A KELVIN SIGN); such lines may be found or not, but never wrongly.
+// Patterns are read as bytes (diag/pattern.h), the same for RE2 here and in the scanner.
 // REQUIRES: `set` holds only this scan of `text`, no derived evidence, and no line of `text`
 // is longer than the scanner's chunk. (As fuzz_rules_load.cpp's check, over shipped rules.)
 void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view text,
                const EvidenceSet& set) {
     std::vector<std::string_view> lines;
-    std::vector<bool> non_ascii;  // by line
     for (std::size_t pos = 0; pos < text.size();) {
         std::size_t nl = text.find('\n', pos);
         if (nl == std::string_view::npos) nl = text.size();
         std::string_view line = text.substr(pos, nl - pos);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         lines.push_back(line);
-        non_ascii.push_back(std::any_of(line.begin(), line.end(), [](char c) {
-            return static_cast<unsigned char>(c) >= 0x80;
-        }));
         pos = nl + 1;
     }
     if (set.lines != lines.size() || set.bytes != text.size()) {
@@ -203,7 +198,7 @@ void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view 
         // RE2 objects per signature, compiled once.
         static std::map<std::string, std::unique_ptr<RE2>> regexes;
         auto& re = regexes[sig.name];
-        if (!re) re = std::make_unique<RE2>(sig.regex, RE2::Quiet);
+        if (!re) re = std::make_unique<RE2>(sig.regex, autoheal::diag::PatternOptions());
         std::vector<std::size_t> want;
         for (std::size_t i = 0; i < lines.size(); ++i) {
             if (RE2::PartialMatch(re2::StringPiece(lines[i].data(), lines[i].size()), *re)) {
@@ -213,28 +208,9 @@ void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view 
         const std::vector<std::size_t>& have = got[sig.name];
         const std::size_t cap = limits.per_signature_cap;
         const std::uint64_t count = set.Count(sig.name);
-        std::vector<std::size_t> sure;  // the matching lines the scanner must find
-        for (std::size_t n : want) {
-            if (!non_ascii[n - 1]) sure.push_back(n);
-        }
-        bool ok = true;
-        if (sure.size() == want.size()) {
-            const std::size_t kept = std::min(want.size(), cap);
-            ok = have == std::vector<std::size_t>(want.begin(), want.begin() + kept) &&
-                 count == want.size();
-        } else {  // found or not: the non-ASCII lines; all the others up to the cap
-            ok = std::adjacent_find(have.begin(), have.end(), std::greater_equal<>()) ==
-                     have.end() &&
-                 std::includes(want.begin(), want.end(), have.begin(), have.end()) &&
-                 count >= sure.size() && count <= want.size() &&
-                 have.size() == std::min<std::uint64_t>(count, cap);
-            for (std::size_t n : sure) {
-                if ((have.size() < cap || (!have.empty() && n <= have.back())) &&
-                    !std::binary_search(have.begin(), have.end(), n)) {
-                    ok = false;
-                }
-            }
-        }
+        const std::size_t kept = std::min(want.size(), cap);
+        const bool ok = have == std::vector<std::size_t>(want.begin(), want.begin() + kept) &&
+                        count == want.size();
         if (!ok) {
             std::string detail;
             for (std::size_t n : want) detail += " " + std::to_string(n);

@@ -9,7 +9,7 @@
 //   - a condition naming a signature that is neither loaded nor built in;
 //   - the scanner missing, duplicating or misplacing a line of the fixed log that a signature's
 //     regex matches (it promises every matching line, in one pass; see CheckScan for the
-//     exception of patterns with non-ASCII bytes);
+//     patterns read as bytes, as the scanner does: diag/pattern.h);
 //   - a diagnosis naming an unknown cause or action, or a rule that is not in the set.
 #include <re2/re2.h>
 
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/pattern.h"
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
@@ -129,7 +130,7 @@ void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view 
         got[e.signature].push_back(e.line);
     }
     for (const auto& sig : rules.signatures) {
-        RE2 re(sig.regex, RE2::Quiet);
+        RE2 re(sig.regex, autoheal::diag::PatternOptions());
         if (!re.ok()) Fail("signature '" + sig.name + "' does not compile with RE2");
         std::vector<std::size_t> want;
         for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -139,17 +140,7 @@ void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view 
         }
         const std::vector<std::size_t>& have = got[sig.name];
         const std::size_t kept = std::min(want.size(), limits.per_signature_cap);
-        // A pattern with bytes >= 0x80 may miss lines for now: RE2 reads it as UTF-8 characters,
-        // Hyperscan as bytes ('(?i)\u212a' matches "k" in RE2 only). It must not find wrong ones.
-        const bool non_ascii = std::any_of(sig.regex.begin(), sig.regex.end(), [](char c) {
-            return static_cast<unsigned char>(c) >= 0x80;
-        });
-        const bool ok = non_ascii
-                            ? std::includes(want.begin(), want.end(), have.begin(), have.end()) &&
-                                  std::adjacent_find(have.begin(), have.end(),
-                                                     std::greater_equal<>()) == have.end()
-                            : have == std::vector<std::size_t>(want.begin(), want.begin() + kept);
-        if (!ok) {
+        if (have != std::vector<std::size_t>(want.begin(), want.begin() + kept)) {
             std::string detail;
             for (std::size_t n : want) detail += " " + std::to_string(n);
             detail += " |";
@@ -157,7 +148,7 @@ void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view 
             Fail("signature '" + sig.name + "' (" + sig.regex +
                  "): lines RE2 matches | lines the scanner found:" + detail);
         }
-        if (set.Count(sig.name) != (non_ascii ? have.size() : want.size())) {
+        if (set.Count(sig.name) != want.size()) {
             Fail("signature '" + sig.name + "': counted " + std::to_string(set.Count(sig.name)) +
                  " matches, RE2 finds " + std::to_string(want.size()));
         }

@@ -163,6 +163,17 @@ TEST(Scanner, PatternsHyperscanRejectsStillMatchLineByLine) {
     EXPECT_EQ(scanner->prefiltered() + scanner->line_by_line(), 2u);
 }
 
+TEST(Scanner, PatternsReadBytesLikeThePrefilter) {
+    // "é" is two bytes in UTF-8: `.` is one byte for both RE2 (Latin-1) and Hyperscan, so the
+    // prefilter and the confirmation agree, and a UTF-8 literal still matches its bytes.
+    auto scanner = Build({Sig("two", "a..b"), Sig("one", "a.b"), Sig("lit", "é!")});
+    EvidenceSet set;
+    scanner->ScanText("a\xc3\xa9b\n\xc3\xa9!\n", "log", &set);
+    EXPECT_EQ(set.Count("two"), 1u);
+    EXPECT_EQ(set.Count("one"), 0u);
+    EXPECT_EQ(set.Count("lit"), 1u);
+}
+
 TEST(Scanner, BadPatternIsAnError) {
     auto r = Scanner::Build({Sig("bad", "(")});
     EXPECT_FALSE(r.ok());

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "autoheal/diag/pattern.h"
 #include "autoheal/diag/taxonomy.h"
 #include "rule_loader_internal.h"
 
@@ -140,7 +141,7 @@ void Compiler::CompileSignature(const ItemInfo& item) {
         }
         return;
     }
-    RE2 re(*regex, RE2::Quiet);
+    RE2 re(*regex, PatternOptions());
     if (!re.ok()) {
         Error(item, item.keys.at("regex"), "LOAD_ERR_BAD_REGEX",
               "regex does not compile: " + re.error());
@@ -329,7 +330,7 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
             Error(item, body, "LOAD_ERR_YAML_VALIDATE", "regex: expected a pattern");
             return std::nullopt;
         }
-        RE2 re(body.Scalar(), RE2::Quiet);
+        RE2 re(body.Scalar(), PatternOptions());
         if (!re.ok()) {
             Error(item, body, "LOAD_ERR_BAD_REGEX", "regex does not compile: " + re.error());
             return std::nullopt;

@@ -1,5 +1,7 @@
 #include "autoheal/diag/scanner.h"
 
+#include "autoheal/diag/pattern.h"
+
 #include <hs/hs.h>
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -249,7 +251,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
     impl.limits = limits;
     impl.sigs = sigs;
     for (const SignatureDef& s : sigs) {
-        auto re = std::make_unique<RE2>(s.regex, RE2::Quiet);
+        auto re = std::make_unique<RE2>(s.regex, PatternOptions());
         if (!re->ok()) {
             return MakeError("signature " + s.name + ": regex does not compile: " + re->error());
         }
@@ -301,7 +303,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         return MakeError("hyperscan: cannot allocate scratch space");
     }
     if (!impl.slow_ids.empty()) {
-        impl.slow_set = std::make_unique<RE2::Set>(RE2::DefaultOptions, RE2::UNANCHORED);
+        impl.slow_set = std::make_unique<RE2::Set>(PatternOptions(), RE2::UNANCHORED);
         for (unsigned id : impl.slow_ids) {
             std::string error;
             if (impl.slow_set->Add(sigs[id].regex, &error) < 0) {
