@@ -38,7 +38,8 @@ int Health(const std::vector<std::string>& args) {
             } else {
                 auto list = health::ParseGpuList(v);
                 if (!list) {
-                    std::fprintf(stderr, "autoheal: health: --gpus: expected a list like 0,1,4-7\n");
+                    std::fprintf(stderr,
+                                 "autoheal: health: --gpus: expected a list like 0,1,4-7\n");
                     return 2;
                 }
                 request.gpu_minors = *list;
@@ -66,8 +67,8 @@ int Health(const std::vector<std::string>& args) {
         return 2;
     }
     request.config = *hc;
-    request.tier = tier.value_or(hc->default_tier == HealthTier::kOff ? HealthTier::kQuick
-                                                                       : hc->default_tier);
+    request.tier =
+        tier.value_or(hc->default_tier == HealthTier::kOff ? HealthTier::kQuick : hc->default_tier);
     request.cuda_module = health::ResolveCudaModule(*hc, SelfExe());
     health::HealthReport report = health::RunHealthChecks(request);
     if (json) {

@@ -28,9 +28,11 @@ std::string SelfExe() {
 }
 
 bool SafeName(const std::string& s) {
-    return !s.empty() && s.size() < 128 && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                               "0123456789._-") == std::string::npos;
+    return !s.empty() && s.size() < 128 &&
+           s.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyz"
+               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+               "0123456789._-") == std::string::npos;
 }
 
 // state_dir/jobs/<job>/<node>.prolog.json: the baseline the epilog compares against.
@@ -74,9 +76,10 @@ int Run() {
     }
     HealthTier tier = ctx.options.health_check.value_or(config->default_tier);
     if (tier == HealthTier::kOff && !config->allow_off) {
-        spdlog::info("autoheal: prolog: job={} asked for --health-check=off, which this site "
-                     "does not allow: running {}",
-                     ctx.job_id, autoheal::HealthTierName(config->default_tier));
+        spdlog::info(
+            "autoheal: prolog: job={} asked for --health-check=off, which this site "
+            "does not allow: running {}",
+            ctx.job_id, autoheal::HealthTierName(config->default_tier));
         tier = config->default_tier;
     }
     if (tier == HealthTier::kOff) {

@@ -28,9 +28,7 @@ Result<HealthConfig> ParseHealthConfig(const YAML::Node& section, const std::str
             auto bad = [&](const std::string& what) {
                 return MakeError(Where(source, v) + ": health." + key + ": expected " + what);
             };
-            auto fraction = [&](double* out) {
-                return Read(v, out) && *out > 0 && *out <= 1;
-            };
+            auto fraction = [&](double* out) { return Read(v, out) && *out > 0 && *out <= 1; };
             if (key == "nvml_library" || key == "cuda_module") {
                 std::string s;
                 if (!Read(v, &s) || s.empty()) return bad("a path");

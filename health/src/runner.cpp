@@ -228,6 +228,39 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
     }
 }
 
+// The all-reduce is a node-level result. NCCL missing on the node is not evidence.
+CheckResult NcclVerdict(const Child& child) {
+    CheckResult r;
+    r.check = "nccl-allreduce";
+    const std::string& out = child.output;
+    auto t1 = out.find('\t');
+    auto t2 = t1 == std::string::npos ? t1 : out.find('\t', t1 + 1);
+    if (child.timed_out || t2 == std::string::npos) {
+        r.status = Status::kUnknown;
+        r.summary = child.timed_out ? "did not finish within the time budget" : "did not run";
+        if (child.timed_out) r.Set("timeout", "yes");
+        return r;
+    }
+    const int rc = std::atoi(out.substr(t1 + 1, t2 - t1 - 1).c_str());
+    auto j = nlohmann::json::parse(out.substr(t2 + 1), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+    if (rc != 0) {
+        r.status = Status::kUnknown;
+        r.summary = "could not run: " + j.value("error", std::string("unknown error"));
+        return r;
+    }
+    const double busbw = j.value("busbw_gbps", 0.0);
+    r.Set("busbw_gbps", Fmt(busbw));
+    if (!j.value("correct", false)) {
+        r.status = Status::kFail;
+        r.summary = "all-reduce result wrong";
+        return r;
+    }
+    r.status = Status::kPass;
+    r.summary = "bus bandwidth " + Fmt(busbw) + " GB/s";
+    return r;
+}
+
 }  // namespace
 
 std::optional<std::vector<unsigned>> ParseGpuList(std::string_view list) {
@@ -370,6 +403,17 @@ HealthReport RunHealthChecks(const RunRequest& request) {
         }
         CudaVerdicts(outcomes, plans.empty() ? std::vector<CudaStep>{} : plans.front(), config,
                      &report.results);
+        // Full tier: one NCCL all-reduce across the node's GPUs, in its own child.
+        if (request.tier == HealthTier::kFull && devices > 1 && Clock::now() < deadline) {
+            nlohmann::json all = nlohmann::json::array();
+            for (int d = 0; d < devices; ++d) all.push_back(d);
+            const std::vector<CudaStep> step{
+                {"nccl_allreduce", {{"devices", all}, {"bytes", 256 << 20}}}};
+            std::vector<Child> nccl{
+                SpawnChild([&](int fd) { RunCudaSteps(request.cuda_module, 0, step, fd); })};
+            WaitForChildren(&nccl, deadline);
+            report.results.push_back(NcclVerdict(nccl[0]));
+        }
     }
 
     // 3. The verdict.

@@ -136,8 +136,8 @@ TEST(HealthChecks, HardwareSlowdownFailsSoftwareThermalWarns) {
     EXPECT_EQ(CheckClockEvents(g).status, Status::kPass);
     g.clock_event_reasons = kClocksEventSwThermal;
     EXPECT_EQ(CheckClockEvents(g).status, Status::kWarn);
-    for (std::uint64_t bit : {kClocksEventHwSlowdown, kClocksEventHwThermal,
-                              kClocksEventHwPowerBrake}) {
+    for (std::uint64_t bit :
+         {kClocksEventHwSlowdown, kClocksEventHwThermal, kClocksEventHwPowerBrake}) {
         g.clock_event_reasons = bit;
         EXPECT_EQ(CheckClockEvents(g).status, Status::kFail) << bit;
     }
@@ -187,10 +187,11 @@ TEST(ParseGpuList, SlurmForms) {
 }
 
 TEST(HealthConfigParse, ReadsSettingsAndModels) {
-    auto r = ParseHealthConfig(YAML::Load("default_tier: full\nallow_off: false\n"
-                                          "quick_budget_seconds: 4\nmodels:\n"
-                                          "  - {match: H100, gemm_tflops_bf16: 700, nvlinks: 18}\n"),
-                               "a.yaml");
+    auto r =
+        ParseHealthConfig(YAML::Load("default_tier: full\nallow_off: false\n"
+                                     "quick_budget_seconds: 4\nmodels:\n"
+                                     "  - {match: H100, gemm_tflops_bf16: 700, nvlinks: 18}\n"),
+                          "a.yaml");
     ASSERT_TRUE(r.ok()) << r.error();
     EXPECT_EQ(r->default_tier, HealthTier::kFull);
     EXPECT_FALSE(r->allow_off);
@@ -206,7 +207,8 @@ TEST(HealthConfigParse, ErrorsAreLocated) {
     EXPECT_THAT(r.error(), HasSubstr("a.yaml:1:1: unknown setting 'health.quick_budget'"));
     r = ParseHealthConfig(YAML::Load("default_tier: fast\n"), "a.yaml");
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(r.error(), HasSubstr("a.yaml:1:15: health.default_tier: expected quick, full or off"));
+    EXPECT_THAT(r.error(),
+                HasSubstr("a.yaml:1:15: health.default_tier: expected quick, full or off"));
     r = ParseHealthConfig(YAML::Load("perf_warn_fraction: 0.5\nperf_fail_fraction: 0.8\n"), "a");
     EXPECT_FALSE(r.ok());
 }
