@@ -44,6 +44,8 @@ class Compiler {
     std::optional<std::string> Scalar(const ItemInfo& item, const std::string& key);
     std::optional<std::vector<std::string>> Actions(const ItemInfo& item, const YAML::Node& node);
     bool CheckCause(const ItemInfo& item, const YAML::Node& node);
+    // Reads a true/false value; reports `key: expected true or false` otherwise.
+    bool Bool(const ItemInfo& item, const YAML::Node& node, const std::string& key, bool* out);
 
     const std::vector<SourceFile>& files_;
     Reporter& report_;
@@ -401,6 +403,13 @@ std::optional<std::vector<std::string>> Compiler::Actions(const ItemInfo& item,
     return actions;
 }
 
+bool Compiler::Bool(const ItemInfo& item, const YAML::Node& node, const std::string& key,
+                    bool* out) {
+    if (node.IsScalar() && YAML::convert<bool>::decode(node, *out)) return true;
+    Error(item, node, "LOAD_ERR_YAML_VALIDATE", key + ": expected true or false");
+    return false;
+}
+
 bool Compiler::CheckCause(const ItemInfo& item, const YAML::Node& node) {
     if (node.IsScalar() && FindCause(node.Scalar())) return true;
     std::string known;
@@ -450,21 +459,10 @@ void Compiler::CompileRule(const ItemInfo& item) {
         }
     }
     if (auto it = item.keys.find("requeue"); it != item.keys.end()) {
-        bool b = false;
-        if (!it->second.IsScalar() || !YAML::convert<bool>::decode(it->second, b)) {
-            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE", "requeue: expected true or false");
-            ok = false;
-        }
-        rule.requeue = b;
+        ok = Bool(item, it->second, "requeue", &rule.requeue) && ok;
     }
     if (auto it = item.keys.find("contributes_actions"); it != item.keys.end()) {
-        bool b = false;
-        if (!it->second.IsScalar() || !YAML::convert<bool>::decode(it->second, b)) {
-            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE",
-                  "contributes_actions: expected true or false");
-            ok = false;
-        }
-        rule.contributes_actions = b;
+        ok = Bool(item, it->second, "contributes_actions", &rule.contributes_actions) && ok;
     }
     if (auto it = item.keys.find("priority"); it != item.keys.end()) {
         int p = 0;
@@ -574,10 +572,7 @@ void Compiler::CompileRule(const ItemInfo& item) {
                 }
                 if (const YAML::Node r = step["requeue"]) {
                     bool b = false;
-                    if (!r.IsScalar() || !YAML::convert<bool>::decode(r, b)) {
-                        Error(item, r, "LOAD_ERR_YAML_VALIDATE", "requeue: expected true or false");
-                        ok = false;
-                    }
+                    ok = Bool(item, r, "requeue", &b) && ok;
                     e.requeue = b;
                 }
                 rule.escalate.push_back(std::move(e));
