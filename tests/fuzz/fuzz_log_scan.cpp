@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "autoheal/diag/diagnosis.h"
-#include "autoheal/diag/rule_files.h"
 #include "autoheal/diag/pattern.h"
+#include "autoheal/diag/rule_files.h"
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"

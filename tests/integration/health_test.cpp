@@ -43,7 +43,7 @@ std::map<std::string, std::string> ShowNode(const std::string& node) {
 
 // Puts a scenario on a node for one test and puts the node back afterwards.
 class NodeScenario {
-public:
+  public:
     NodeScenario(std::string node, const std::string& json) : node_(std::move(node)) {
         std::ofstream(ScenarioPath(node_)) << json;
     }
@@ -53,7 +53,7 @@ public:
         WaitUntil([&] { return ShowNode(node_)["State"] == "IDLE"; }, std::chrono::seconds(30));
     }
 
-private:
+  private:
     std::string node_;
 };
 
@@ -101,7 +101,8 @@ TEST(Health, GpuThatHangsNvmlIsHandledWithinTheBudget) {
     // The prolog on node1 took about the NVML deadline (2 s), far under PrologEpilogTimeout.
     std::smatch m;
     std::string log = AutohealLog();
-    std::regex line("job=" + *id + " node=node1 tier=quick verdict=fail checks=\\d+ seconds=([0-9.]+)");
+    std::regex line("job=" + *id +
+                    " node=node1 tier=quick verdict=fail checks=\\d+ seconds=([0-9.]+)");
     ASSERT_TRUE(std::regex_search(log, m, line)) << log;
     EXPECT_LT(std::stod(m[1]), 4.0);
 }
@@ -122,8 +123,8 @@ TEST(Health, WrongGemmResultIsCaughtByTheCudaChecks) {
 
 TEST(Health, HealthyFakeGpusPassTheQuickTier) {
     CommandResult r;
-    auto id = Submit({"-N", "2", "--gpus-per-node=2", "--health-check=quick"},
-                     "#!/bin/bash\ntrue\n", &r);
+    auto id =
+        Submit({"-N", "2", "--gpus-per-node=2", "--health-check=quick"}, "#!/bin/bash\ntrue\n", &r);
     ASSERT_TRUE(id.has_value()) << r.err;
     ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }));
     EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");

@@ -168,7 +168,10 @@ TEST(Scanner, PatternsReadBytesLikeThePrefilter) {
     // prefilter and the confirmation agree, and a UTF-8 literal still matches its bytes.
     auto scanner = Build({Sig("two", "a..b"), Sig("one", "a.b"), Sig("lit", "é!")});
     EvidenceSet set;
-    scanner->ScanText("a\xc3\xa9" "b\n\xc3\xa9!\n", "log", &set);
+    scanner->ScanText(
+        "a\xc3\xa9"
+        "b\n\xc3\xa9!\n",
+        "log", &set);
     EXPECT_EQ(set.Count("two"), 1u);
     EXPECT_EQ(set.Count("one"), 0u);
     EXPECT_EQ(set.Count("lit"), 1u);

@@ -1,7 +1,5 @@
 #include "autoheal/diag/scanner.h"
 
-#include "autoheal/diag/pattern.h"
-
 #include <hs/hs.h>
 #include <re2/re2.h>
 #include <re2/set.h>
@@ -18,6 +16,8 @@
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include "autoheal/diag/pattern.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

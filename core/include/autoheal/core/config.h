@@ -15,7 +15,7 @@ namespace autoheal {
 struct Config {
     std::string source;  // where it was read from, for messages
     std::string log_file = "/var/log/autoheal/autoheal.log";
-    std::string log_level = "info";  // trace|debug|info|warn|error
+    std::string log_level = "info";               // trace|debug|info|warn|error
     std::string state_dir = "/var/lib/autoheal";  // prolog snapshots and job records
     YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
 };

@@ -19,8 +19,8 @@ enum class Status { kPass, kWarn, kFail, kUnknown };
 std::string_view StatusName(Status status);  // "pass" | "warn" | "fail" | "unknown"
 
 struct CheckResult {
-    std::string check;    // stable name, e.g. "ecc-uncorrected"
-    std::string gpu;      // PCI bus id; empty for node-level checks
+    std::string check;  // stable name, e.g. "ecc-uncorrected"
+    std::string gpu;    // PCI bus id; empty for node-level checks
     Status status = Status::kUnknown;
     std::string summary;  // one line for people and node reasons
     std::vector<std::pair<std::string, std::string>> values;  // measured values
@@ -34,29 +34,29 @@ struct CheckResult {
 // What a GPU model is expected to do; the first entry whose `match` is a substring of the
 // GPU's name applies.
 struct GpuModel {
-    std::string match;              // "H100", "H200", "A100"
-    double gemm_tflops_bf16 = 0;    // 0: no expectation
+    std::string match;            // "H100", "H200", "A100"
+    double gemm_tflops_bf16 = 0;  // 0: no expectation
     double hbm_gbps = 0;
     double d2d_gbps = 0;
     double h2d_gbps = 0;
-    unsigned pcie_gen = 0;          // 0: use the GPU's own maximum
+    unsigned pcie_gen = 0;  // 0: use the GPU's own maximum
     unsigned pcie_width = 0;
-    unsigned nvlinks = 0;           // active links expected; 0: no expectation
+    unsigned nvlinks = 0;  // active links expected; 0: no expectation
 };
 
 struct HealthConfig {
     std::string nvml_library = "libnvidia-ml.so.1";
-    std::string cuda_module;               // empty: the module next to the programs
+    std::string cuda_module;  // empty: the module next to the programs
     HealthTier default_tier = HealthTier::kQuick;
-    bool allow_off = true;                 // may a job say --health-check=off
+    bool allow_off = true;  // may a job say --health-check=off
     double quick_budget_seconds = 10;
     double full_budget_seconds = 300;
-    double nvml_timeout_seconds = 5;       // an NVML snapshot slower than this is a hang
-    bool timeout_is_failure = true;        // a GPU that does not answer fails the node
-    double perf_warn_fraction = 0.90;      // of expectation or of the peers' median
+    double nvml_timeout_seconds = 5;   // an NVML snapshot slower than this is a hang
+    bool timeout_is_failure = true;    // a GPU that does not answer fails the node
+    double perf_warn_fraction = 0.90;  // of expectation or of the peers' median
     double perf_fail_fraction = 0.75;
-    unsigned temperature_margin_c = 5;     // fail at slowdown threshold minus this
-    double hbm_test_fraction = 0.02;       // quick tier; full tests 0.5
+    unsigned temperature_margin_c = 5;  // fail at slowdown threshold minus this
+    double hbm_test_fraction = 0.02;    // quick tier; full tests 0.5
     std::vector<GpuModel> models;
 };
 

@@ -43,7 +43,8 @@ struct GpuSnapshot {
     std::optional<RemappedRows> remapped_rows;
     std::optional<std::uint32_t> retired_pages_dbe;
     std::optional<bool> retired_pages_pending;
-    std::optional<unsigned> recovery_action;  // 0 none, 1 reset, 2 reboot, 3 drain p2p, 4 drain+reset
+    std::optional<unsigned>
+        recovery_action;  // 0 none, 1 reset, 2 reboot, 3 drain p2p, 4 drain+reset
 
     std::optional<unsigned> pcie_gen;
     std::optional<unsigned> pcie_gen_max;

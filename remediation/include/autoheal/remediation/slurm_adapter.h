@@ -15,15 +15,15 @@ inline constexpr const char* kReasonPrefix = "autoheal:";
 
 struct NodeInfo {
     std::string name;
-    std::string state;   // Slurm's words: "IDLE", "MIXED+DRAIN", ...
-    std::string reason;  // empty when none
+    std::string state;     // Slurm's words: "IDLE", "MIXED+DRAIN", ...
+    std::string reason;    // empty when none
     bool drained = false;  // DRAIN flag set (draining or drained)
     bool down = false;
     bool ReasonIsOurs() const;
 };
 
 class SlurmAdapter {
-public:
+  public:
     // Connects with Slurm's configuration: `slurm_conf` if not empty, else $SLURM_CONF, else
     // Slurm's default.
     explicit SlurmAdapter(const std::string& slurm_conf = "");
