@@ -3,20 +3,15 @@
 #include <filesystem>
 #include <string_view>
 
+#include "autoheal/core/program.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {
 
-std::string SelfExe() {
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string() : p.string();
-}
-
 std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>& paths) {
     std::vector<std::string> use = paths;
     if (use.empty())
-        use.push_back(diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"), SelfExe()));
+        use.push_back(diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"), SelfExePath()));
     diag::LoadedRules loaded = diag::LoadRuleFiles(use);
     for (const std::string& e : loaded.read_errors)
         std::fprintf(stderr, "autoheal: rules: %s\n", e.c_str());

@@ -6,6 +6,7 @@
 #include "autoheal/core/config.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
+#include "autoheal/core/program.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {
@@ -53,7 +54,7 @@ int Health(const std::vector<std::string>& args) {
             return 2;
         }
     }
-    const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExe());
+    const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
     Config config;
     if (auto loaded = LoadConfigFile(path)) {
         config = std::move(loaded).value();
@@ -69,7 +70,7 @@ int Health(const std::vector<std::string>& args) {
     request.config = *hc;
     request.tier =
         tier.value_or(hc->default_tier == HealthTier::kOff ? HealthTier::kQuick : hc->default_tier);
-    request.cuda_module = health::ResolveCudaModule(*hc, SelfExe());
+    request.cuda_module = health::ResolveCudaModule(*hc, SelfExePath());
     health::HealthReport report = health::RunHealthChecks(request);
     if (json) {
         std::printf("%s\n", health::ReportToJson(report).c_str());

@@ -21,12 +21,6 @@ namespace {
 using autoheal::HealthTier;
 namespace health = autoheal::health;
 
-std::string SelfExe() {
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string() : p.string();
-}
-
 bool SafeName(const std::string& s) {
     return !s.empty() && s.size() < 128 &&
            s.find_first_not_of(
@@ -101,7 +95,7 @@ int Run() {
     request.tier = tier;
     request.gpu_minors = *minors;
     request.config = *config;
-    request.cuda_module = health::ResolveCudaModule(*config, SelfExe());
+    request.cuda_module = health::ResolveCudaModule(*config, autoheal::SelfExePath());
     health::HealthReport report = health::RunHealthChecks(request);
     SaveReport(start.config.state_dir, ctx, report);
     for (const health::CheckResult& r : report.results) {

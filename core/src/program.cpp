@@ -9,19 +9,9 @@
 #include <filesystem>
 
 namespace autoheal {
-namespace {
-
-std::string SelfExe() {
-    std::error_code ec;
-    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string() : p.string();
-}
-
-}  // namespace
-
 ProgramStart StartProgram(std::string_view program_name) {
     ProgramStart start;
-    const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExe());
+    const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
     auto loaded = LoadConfigFile(path);
     if (loaded) {
         start.config = std::move(loaded).value();
@@ -48,6 +38,12 @@ ProgramStart StartProgram(std::string_view program_name) {
         spdlog::error("autoheal: config: {}: using defaults", start.config_problem);
     }
     return start;
+}
+
+std::string SelfExePath() {
+    std::error_code ec;
+    auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : p.string();
 }
 
 EnvLookup ProcessEnvLookup() {

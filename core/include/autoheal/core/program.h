@@ -23,6 +23,9 @@ ProgramStart StartProgram(std::string_view program_name);
 // Looks variables up in this process's environment.
 EnvLookup ProcessEnvLookup();
 
+// This program's own path (/proc/self/exe), or "" when it cannot be read.
+std::string SelfExePath();
+
 }  // namespace autoheal
 
 namespace autoheal {
