@@ -30,4 +30,10 @@ int RegisterOptions(spank_t sp);
 // see them.
 int RecordJobControlEnv(spank_t sp);
 
+// Remote context, as the job user (slurm_spank_user_init): exports the resume variables
+// (spank_task.cpp).
+int ExportResumeEnv(spank_t sp);
+// Remote context, in each task (slurm_spank_task_init): AUTOHEAL_RESTART_COUNT.
+int ExportRestartCount(spank_t sp);
+
 }  // namespace autoheal::spank
