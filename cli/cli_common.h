@@ -8,7 +8,6 @@
 
 namespace autoheal::cli {
 
-
 // Loads rules from `paths`, or the default rules folder when empty. Prints problems to stderr
 // (with file:line:col and snippets) and returns nullopt when the rules are unusable.
 std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>& paths);

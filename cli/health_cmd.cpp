@@ -4,9 +4,9 @@
 #include <cstdlib>
 
 #include "autoheal/core/config.h"
+#include "autoheal/core/program.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
-#include "autoheal/core/program.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {

@@ -26,7 +26,12 @@ Result<HealthConfig> ParseHealthConfig(const YAML::Node& section, const std::str
             const std::string key = kv.first.as<std::string>();
             const YAML::Node& v = kv.second;
             auto bad = [&](const std::string& what) {
-                return MakeError(Where(source, v) + ": health." + key + ": expected " + what);
+                std::string message = Where(source, v);
+                message += ": health.";
+                message += key;
+                message += ": expected ";
+                message += what;
+                return MakeError(std::move(message));
             };
             auto fraction = [&](double* out) { return Read(v, out) && *out > 0 && *out <= 1; };
             if (key == "nvml_library" || key == "cuda_module") {

@@ -183,7 +183,10 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
             const GpuModel* model = FindModel(config, o.model);
             if (s.check == "gemm") {
                 const std::string checksum = j.value("checksum", std::string());
-                int votes = checksum_votes[name + "|" + checksum];
+                std::string vote_key = name;
+                vote_key += '|';
+                vote_key += checksum;
+                int votes = checksum_votes[vote_key];
                 int best = 0;
                 for (const auto& [k, v] : checksum_votes) {
                     if (k.starts_with(name + "|")) best = std::max(best, v);
