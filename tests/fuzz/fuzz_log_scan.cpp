@@ -32,8 +32,13 @@
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
+#include "fuzz_checks.h"
 
 namespace {
+
+using autoheal::fuzz::CheckDiagnosis;
+using autoheal::fuzz::CheckScan;
+using autoheal::fuzz::Fail;
 
 using autoheal::diag::Diagnosis;
 using autoheal::diag::EvidenceSet;
@@ -106,12 +111,6 @@ constexpr const char* kBuiltinRules =
   contributes_actions: true
 )yaml";
 
-[[noreturn]] void Fail(const std::string& what) {
-    std::fprintf(stderr, "fuzz_log_scan: contract violated: %s\n", what.c_str());
-    std::fflush(stderr);
-    std::abort();
-}
-
 struct Loaded {
     RuleSet rules;
     std::shared_ptr<const Scanner> scanner;
@@ -161,87 +160,6 @@ const Loaded* Load() {
     return loaded;
 }
 
-// Every line of `text` that a signature's regex matches is evidence for that signature, once,
-// with its 1-based line number and text; the first `cap` such lines are kept and all counted.
-// Patterns are read as bytes (diag/pattern.h), the same for RE2 here and in the scanner.
-// REQUIRES: `set` holds only this scan of `text`, no derived evidence, and no line of `text`
-// is longer than the scanner's chunk. (As fuzz_rules_load.cpp's check, over shipped rules.)
-void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view text,
-               const EvidenceSet& set) {
-    std::vector<std::string_view> lines;
-    for (std::size_t pos = 0; pos < text.size();) {
-        std::size_t nl = text.find('\n', pos);
-        if (nl == std::string_view::npos) nl = text.size();
-        std::string_view line = text.substr(pos, nl - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        pos = nl + 1;
-    }
-    if (set.lines != lines.size() || set.bytes != text.size()) {
-        Fail("counted " + std::to_string(set.lines) + " lines and " + std::to_string(set.bytes) +
-             " bytes; the input has " + std::to_string(lines.size()) + " and " +
-             std::to_string(text.size()));
-    }
-    std::map<std::string, std::vector<std::size_t>> got;  // signature -> line numbers
-    for (const auto& e : set.items) {
-        if (e.line < 1 || e.line > lines.size() || e.source != 0) {
-            Fail("evidence for '" + e.signature + "' on line " + std::to_string(e.line) + " of " +
-                 std::to_string(lines.size()));
-        }
-        const std::string_view line = lines[e.line - 1];
-        if (e.text != line.substr(0, limits.max_text)) {
-            Fail("evidence text for '" + e.signature + "' is not line " + std::to_string(e.line));
-        }
-        got[e.signature].push_back(e.line);
-    }
-    for (const auto& sig : rules.signatures) {
-        // RE2 objects per signature, compiled once.
-        static std::map<std::string, std::unique_ptr<RE2>> regexes;
-        auto& re = regexes[sig.name];
-        if (!re) re = std::make_unique<RE2>(sig.regex, autoheal::diag::PatternOptions());
-        std::vector<std::size_t> want;
-        for (std::size_t i = 0; i < lines.size(); ++i) {
-            if (RE2::PartialMatch(re2::StringPiece(lines[i].data(), lines[i].size()), *re)) {
-                want.push_back(i + 1);
-            }
-        }
-        const std::vector<std::size_t>& have = got[sig.name];
-        const std::size_t cap = limits.per_signature_cap;
-        const std::uint64_t count = set.Count(sig.name);
-        const std::size_t kept = std::min(want.size(), cap);
-        const bool ok = have == std::vector<std::size_t>(want.begin(), want.begin() + kept) &&
-                        count == want.size();
-        if (!ok) {
-            std::string detail;
-            for (std::size_t n : want) detail += " " + std::to_string(n);
-            detail += " |";
-            for (std::size_t n : have) detail += " " + std::to_string(n);
-            Fail("signature '" + sig.name + "' (" + sig.regex +
-                 "): lines RE2 matches | lines the scanner found:" + detail + " (" +
-                 std::to_string(count) + " counted)");
-        }
-    }
-}
-
-void CheckDiagnosis(const RuleSet& rules, const Diagnosis& d) {
-    if (autoheal::diag::FindCause(d.cause) == nullptr) Fail("unknown cause '" + d.cause + "'");
-    if (!d.rule.empty() && rules.FindRule(d.rule) == nullptr) {
-        Fail("diagnosis names rule '" + d.rule + "', which is not in the set");
-    }
-    if (d.rule.empty() && (d.cause != "unknown" || !d.actions.empty() || !d.findings.empty())) {
-        Fail("no rule fired, yet the diagnosis has a cause, actions or findings");
-    }
-    std::set<std::string> seen;
-    for (const std::string& a : d.actions) {
-        if (autoheal::diag::FindAction(a) == nullptr || a == "none") {
-            Fail("action '" + a + "' in a plan");
-        }
-        if (!seen.insert(a).second) Fail("action '" + a + "' twice in a plan");
-    }
-    if (!(d.confidence >= 0.0 && d.confidence <= 1.0)) Fail("confidence out of [0, 1]");
-    if (d.evidence.size() > 20) Fail("more than 20 evidence items in a diagnosis");
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
@@ -253,7 +171,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     EvidenceSet set;
     g_loaded->scanner->ScanText(text, "fuzz.log", &set);
-    CheckScan(g_loaded->rules, g_loaded->limits, text, set);
+    if (set.lines != static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n') +
+                                                (!text.empty() && text.back() != '\n')) ||
+        set.bytes != text.size()) {
+        Fail("line or byte count differs from the input's");
+    }
+    static autoheal::fuzz::RegexCache regexes;  // the shipped rules never change
+    CheckScan(g_loaded->rules, g_loaded->limits, text, 0, set, &regexes);
     autoheal::diag::Analyze(&set);
     CheckDiagnosis(g_loaded->rules, autoheal::diag::Diagnose(g_loaded->rules, set, {}));
     return 0;

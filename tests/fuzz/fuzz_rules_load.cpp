@@ -33,8 +33,13 @@
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
+#include "fuzz_checks.h"
 
 namespace {
+
+using autoheal::fuzz::CheckDiagnosis;
+using autoheal::fuzz::CheckScan;
+using autoheal::fuzz::Fail;
 
 using autoheal::diag::Condition;
 using autoheal::diag::Diagnosis;
@@ -45,8 +50,7 @@ using autoheal::diag::Scanner;
 
 // Real-format lines: kernel Xids (one off the bus, R570-style split over lines), NCCL watchdog
 // timeouts from two ranks that disagree, a rank that never reported, a syslog host; a CRLF line
-// and a vertical tab, where Hyperscan's dialect differs from RE2's. ASCII only (see
-// fuzz_log_scan.cpp's CheckScan on non-ASCII lines).
+// and a vertical tab, where Hyperscan's dialect differs from RE2's.
 constexpr std::string_view kLog =
     "Mar 27 17:40:36 gpu-node-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, "
     "name=python3, GPU has fallen off the bus.\n"
@@ -73,12 +77,6 @@ constexpr std::string_view kLog =
     "slurmstepd: error: *** STEP 1234.0 ON gpu-node-07 CANCELLED AT 2024-03-27\v17:50:00 DUE TO "
     "NODE FAILURE ***\n";
 
-[[noreturn]] void Fail(const std::string& what) {
-    std::fprintf(stderr, "fuzz_rules_load: contract violated: %s\n", what.c_str());
-    std::fflush(stderr);
-    std::abort();
-}
-
 bool IsBuiltin(const std::string& name) {
     for (const auto& b : autoheal::diag::BuiltinSignatures()) {
         if (name == b.name) return true;
@@ -99,79 +97,6 @@ void CheckCondition(const RuleSet& rules, const Condition& c, const std::string&
         Fail("rule '" + rule + "': a combinator with the wrong number of children");
     }
     for (const Condition& child : c.children) CheckCondition(rules, child, rule);
-}
-
-// Every line of `text` that a signature's regex matches is evidence for that signature, once,
-// with its 1-based line number and text; the first `cap` such lines are kept and all counted.
-// REQUIRES: `set` holds only this scan of `text` (source `source`), no derived evidence, and
-// no line of `text` is longer than the scanner's chunk.
-void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view text,
-               std::size_t source, const EvidenceSet& set) {
-    std::vector<std::string_view> lines;
-    for (std::size_t pos = 0; pos < text.size();) {
-        std::size_t nl = text.find('\n', pos);
-        if (nl == std::string_view::npos) nl = text.size();
-        std::string_view line = text.substr(pos, nl - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        pos = nl + 1;
-    }
-    std::map<std::string, std::vector<std::size_t>> got;  // signature -> line numbers
-    for (const auto& e : set.items) {
-        if (e.source != source) continue;
-        if (e.line < 1 || e.line > lines.size()) {
-            Fail("evidence for '" + e.signature + "' on line " + std::to_string(e.line) + " of " +
-                 std::to_string(lines.size()));
-        }
-        const std::string_view line = lines[e.line - 1];
-        if (e.text != line.substr(0, limits.max_text)) {
-            Fail("evidence text for '" + e.signature + "' is not line " + std::to_string(e.line));
-        }
-        got[e.signature].push_back(e.line);
-    }
-    for (const auto& sig : rules.signatures) {
-        RE2 re(sig.regex, autoheal::diag::PatternOptions());
-        if (!re.ok()) Fail("signature '" + sig.name + "' does not compile with RE2");
-        std::vector<std::size_t> want;
-        for (std::size_t i = 0; i < lines.size(); ++i) {
-            if (RE2::PartialMatch(re2::StringPiece(lines[i].data(), lines[i].size()), re)) {
-                want.push_back(i + 1);
-            }
-        }
-        const std::vector<std::size_t>& have = got[sig.name];
-        const std::size_t kept = std::min(want.size(), limits.per_signature_cap);
-        if (have != std::vector<std::size_t>(want.begin(), want.begin() + kept)) {
-            std::string detail;
-            for (std::size_t n : want) detail += " " + std::to_string(n);
-            detail += " |";
-            for (std::size_t n : have) detail += " " + std::to_string(n);
-            Fail("signature '" + sig.name + "' (" + sig.regex +
-                 "): lines RE2 matches | lines the scanner found:" + detail);
-        }
-        if (set.Count(sig.name) != want.size()) {
-            Fail("signature '" + sig.name + "': counted " + std::to_string(set.Count(sig.name)) +
-                 " matches, RE2 finds " + std::to_string(want.size()));
-        }
-    }
-}
-
-void CheckDiagnosis(const RuleSet& rules, const Diagnosis& d) {
-    if (autoheal::diag::FindCause(d.cause) == nullptr) Fail("unknown cause '" + d.cause + "'");
-    if (!d.rule.empty() && rules.FindRule(d.rule) == nullptr) {
-        Fail("diagnosis names rule '" + d.rule + "', which is not in the set");
-    }
-    if (d.rule.empty() && (d.cause != "unknown" || !d.actions.empty() || !d.findings.empty())) {
-        Fail("no rule fired, yet the diagnosis has a cause, actions or findings");
-    }
-    std::set<std::string> seen;
-    for (const std::string& a : d.actions) {
-        if (autoheal::diag::FindAction(a) == nullptr || a == "none") {
-            Fail("action '" + a + "' in a plan");
-        }
-        if (!seen.insert(a).second) Fail("action '" + a + "' twice in a plan");
-    }
-    if (!(d.confidence >= 0.0 && d.confidence <= 1.0)) Fail("confidence out of [0, 1]");
-    if (d.evidence.size() > 20) Fail("more than 20 evidence items in a diagnosis");
 }
 
 }  // namespace

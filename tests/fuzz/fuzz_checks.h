@@ -1,0 +1,115 @@
+// Contract checks shared by the fuzz targets: whatever the input, the scanner finds exactly the
+// lines RE2 matches (patterns read as bytes, diag/pattern.h), and a diagnosis names only known
+// causes and actions. A violation aborts, so libFuzzer reports it as a crash.
+#pragma once
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/pattern.h"
+#include "autoheal/diag/rules.h"
+#include "autoheal/diag/scanner.h"
+#include "autoheal/diag/taxonomy.h"
+
+namespace autoheal::fuzz {
+
+using autoheal::diag::Diagnosis;
+using autoheal::diag::EvidenceSet;
+using autoheal::diag::RuleSet;
+using autoheal::diag::ScanLimits;
+
+[[noreturn]] inline void Fail(const std::string& what) {
+    std::fprintf(stderr, "fuzz: contract violated: %s\n", what.c_str());
+    std::fflush(stderr);
+    std::abort();
+}
+
+// Every line of `text` that a signature's regex matches is evidence for that signature, once,
+// with its 1-based line number and text; the first `cap` such lines are kept and all counted.
+// REQUIRES: `set` holds only this scan of `text` (source `source`), no derived evidence, and
+// no line of `text` is longer than the scanner's chunk. `cache`, when given, keeps the compiled
+// reference regexes between calls (for a rule set that does not change).
+using RegexCache = std::map<std::string, std::unique_ptr<RE2>>;
+inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view text,
+                      std::size_t source, const EvidenceSet& set, RegexCache* cache = nullptr) {
+    std::vector<std::string_view> lines;
+    for (std::size_t pos = 0; pos < text.size();) {
+        std::size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) nl = text.size();
+        std::string_view line = text.substr(pos, nl - pos);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        lines.push_back(line);
+        pos = nl + 1;
+    }
+    std::map<std::string, std::vector<std::size_t>> got;  // signature -> line numbers
+    for (const auto& e : set.items) {
+        if (e.source != source) continue;
+        if (e.line < 1 || e.line > lines.size()) {
+            Fail("evidence for '" + e.signature + "' on line " + std::to_string(e.line) + " of " +
+                 std::to_string(lines.size()));
+        }
+        const std::string_view line = lines[e.line - 1];
+        if (e.text != line.substr(0, limits.max_text)) {
+            Fail("evidence text for '" + e.signature + "' is not line " + std::to_string(e.line));
+        }
+        got[e.signature].push_back(e.line);
+    }
+    for (const auto& sig : rules.signatures) {
+        std::unique_ptr<RE2> local;
+        std::unique_ptr<RE2>& slot = cache != nullptr ? (*cache)[sig.regex] : local;
+        if (!slot) slot = std::make_unique<RE2>(sig.regex, autoheal::diag::PatternOptions());
+        const RE2& re = *slot;
+        if (!re.ok()) Fail("signature '" + sig.name + "' does not compile with RE2");
+        std::vector<std::size_t> want;
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            if (RE2::PartialMatch(re2::StringPiece(lines[i].data(), lines[i].size()), re)) {
+                want.push_back(i + 1);
+            }
+        }
+        const std::vector<std::size_t>& have = got[sig.name];
+        const std::size_t kept = std::min(want.size(), limits.per_signature_cap);
+        if (have != std::vector<std::size_t>(want.begin(), want.begin() + kept)) {
+            std::string detail;
+            for (std::size_t n : want) detail += " " + std::to_string(n);
+            detail += " |";
+            for (std::size_t n : have) detail += " " + std::to_string(n);
+            Fail("signature '" + sig.name + "' (" + sig.regex +
+                 "): lines RE2 matches | lines the scanner found:" + detail);
+        }
+        if (set.Count(sig.name) != want.size()) {
+            Fail("signature '" + sig.name + "': counted " + std::to_string(set.Count(sig.name)) +
+                 " matches, RE2 finds " + std::to_string(want.size()));
+        }
+    }
+}
+
+inline void CheckDiagnosis(const RuleSet& rules, const Diagnosis& d) {
+    if (autoheal::diag::FindCause(d.cause) == nullptr) Fail("unknown cause '" + d.cause + "'");
+    if (!d.rule.empty() && rules.FindRule(d.rule) == nullptr) {
+        Fail("diagnosis names rule '" + d.rule + "', which is not in the set");
+    }
+    if (d.rule.empty() && (d.cause != "unknown" || !d.actions.empty() || !d.findings.empty())) {
+        Fail("no rule fired, yet the diagnosis has a cause, actions or findings");
+    }
+    std::set<std::string> seen;
+    for (const std::string& a : d.actions) {
+        if (autoheal::diag::FindAction(a) == nullptr || a == "none") {
+            Fail("action '" + a + "' in a plan");
+        }
+        if (!seen.insert(a).second) Fail("action '" + a + "' twice in a plan");
+    }
+    if (!(d.confidence >= 0.0 && d.confidence <= 1.0)) Fail("confidence out of [0, 1]");
+    if (d.evidence.size() > 20) Fail("more than 20 evidence items in a diagnosis");
+}
+
+}  // namespace autoheal::fuzz
