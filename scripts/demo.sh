@@ -62,4 +62,26 @@ grep -F "job=$job " "$AUTOHEAL_CLUSTER_DIR/log/autoheal.log" | sed 's/^[^ ]* //'
 say "autoheal's job_submit plugin in slurmctld's log"
 grep 'autoheal: job_submit' "$AUTOHEAL_CLUSTER_DIR/log/slurmctld.log" | tail -n 2
 
+say "a node with a bad GPU never runs a job: node1's fake GPU 0 reports a failed row remap"
+cat >"$AUTOHEAL_CLUSTER_DIR/lib/fake-gpu/scenarios/node1.json" <<'JSON'
+{"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0", "remapped_rows": {"failure": true}},
+          {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]}
+JSON
+echo '$ sbatch -N 1 --gpus-per-node=2 train.sh    # the scheduler picks node1 first'
+job2=$(sbatch --parsable -N 1 --gpus-per-node=2 -o "$work/slurm-%j.out" train.sh)
+for _ in $(seq 1 300); do
+    state=$(scontrol show job -o "$job2" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)
+    [ "$state" = COMPLETED ] && break
+    sleep 0.2
+done
+show_job "$job2" JobState Restarts NodeList
+grep -F "job=$job2 " "$AUTOHEAL_CLUSTER_DIR/log/autoheal.log" | grep -E 'verdict|fail|drained' | sed 's/^[^ ]* //'
+sinfo -N -o '%N %T %E' | sed 's/^/  /'
+
+say "diagnosing a kernel log with the shipped rules"
+printf '%s\n' '[1084456.074562] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.' \
+    '[1084456.074566] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.' >"$work/kern.log"
+echo '$ autoheal classify --node node1 kern.log'
+"$build_dir/bin/autoheal" classify --node node1 "$work/kern.log"
+
 say "stopping the cluster"
