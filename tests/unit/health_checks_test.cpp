@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "autoheal/core/config.h"
 #include "autoheal/health/check.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
@@ -199,6 +200,16 @@ TEST(HealthConfigParse, ReadsSettingsAndModels) {
     ASSERT_EQ(r->models.size(), 1u);
     EXPECT_EQ(FindModel(*r, "NVIDIA H100 80GB HBM3"), &r->models[0]);
     EXPECT_EQ(FindModel(*r, "NVIDIA A100"), nullptr);
+}
+
+TEST(HealthConfigParse, ShippedConfigLoads) {
+    auto config = LoadConfigFile(std::string(AUTOHEAL_SOURCE_DIR) + "/etc/autoheal.yaml");
+    ASSERT_TRUE(config.ok()) << config.error();
+    EXPECT_EQ(config->state_dir, "/var/lib/autoheal");
+    auto health = ParseHealthConfig(config->health, config->source);
+    ASSERT_TRUE(health.ok()) << health.error();
+    EXPECT_EQ(health->nvml_timeout_seconds, 5);
+    EXPECT_TRUE(health->timeout_is_failure);
 }
 
 TEST(HealthConfigParse, ErrorsAreLocated) {
