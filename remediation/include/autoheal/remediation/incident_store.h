@@ -1,0 +1,124 @@
+// The incident store: what autoheal diagnosed, what it did about it and which tickets it owes the
+// outside world, in one SQLite file (state_dir/incidents.sqlite). The epilogs write it; the
+// `autoheal` CLI and the escalation rules (diag::DiagnoseOptions::history) read it.
+//
+// Contracts:
+// - The file is opened in WAL mode with a 5 s busy timeout and foreign keys on, so several
+//   processes on the node (epilogs of concurrent jobs, the CLI) can share it. WAL needs a local
+//   file system: never put the file on NFS or another network file system.
+// - The schema is versioned with PRAGMA user_version and migrated forward on Open(), one step per
+//   transaction. A file written by a newer autoheal (higher version) is refused, never downgraded.
+// - Every write is idempotent on a natural key, so an epilog that runs twice (Slurm retries it,
+//   or it is run by hand) records one incident, one of each action and one ticket.
+// - All SQL uses bound parameters; strings are stored verbatim.
+// - Thread-compatible: one connection per object; use one object per thread.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autoheal/core/result.h"
+#include "autoheal/diag/diagnosis.h"
+
+struct sqlite3;
+
+namespace autoheal::remediation {
+
+// The schema version this build writes (PRAGMA user_version once migrated).
+inline constexpr int kIncidentSchemaVersion = 1;
+
+// The most records History() returns.
+inline constexpr int kHistoryLimit = 1000;
+
+// A next_attempt that never comes: MarkTicketFailed(id, error, kNeverRetry) gives up on a ticket.
+inline constexpr std::int64_t kNeverRetry = std::numeric_limits<std::int64_t>::max();
+
+struct IncidentRecord {
+    std::int64_t time = 0;  // seconds since the epoch
+    std::string job;
+    std::string node;
+    std::string gpu;  // PCI bus id (unique within a node only); empty when no GPU was named
+    std::string cause;
+    std::string rule;
+    double confidence = 0.0;
+    std::string evidence_json = "[]";
+    // Identifies the incident across reruns (e.g. "<job>/<node>/<rule>/<gpu>"). Empty: no
+    // deduplication, every call records a new incident.
+    std::string dedup_key;
+};
+
+struct TicketRow {
+    std::int64_t id = 0;
+    std::int64_t incident_id = 0;
+    std::string kind;  // "rma" | "network"
+    std::string dedup_key;
+    std::string state;  // "pending" | "delivered" | "failed" (last attempt failed; retried)
+    int attempts = 0;   // failed delivery attempts so far
+    std::int64_t next_attempt = 0;  // seconds since the epoch; due when <= now
+    std::string payload_json;
+    std::string sink;
+    std::string last_error;
+};
+
+class IncidentStore {
+  public:
+    // Opens (creating if needed) the store at `path` and migrates it to kIncidentSchemaVersion.
+    // The parent folder must exist (it is not created). Fails on a file that is not an SQLite
+    // database, on one with a newer schema version, or when WAL mode cannot be enabled.
+    static Result<std::unique_ptr<IncidentStore>> Open(const std::string& path);
+
+    ~IncidentStore();
+    IncidentStore(const IncidentStore&) = delete;
+    IncidentStore& operator=(const IncidentStore&) = delete;
+
+    // Records an incident and returns its id. If an incident with the same non-empty dedup_key
+    // exists, nothing is written and the existing id is returned (the first record wins).
+    Result<std::int64_t> RecordIncident(const IncidentRecord& incident);
+
+    // Records that `action` was taken on `target` (a node, a GPU, a job) for an incident, at the
+    // current wall-clock time. Returns true when recorded, false when that (incident, action,
+    // target) was already recorded (the earlier outcome is kept). Unknown incident: error.
+    Result<bool> RecordAction(std::int64_t incident_id, const std::string& action,
+                              const std::string& target, const std::string& outcome,
+                              const std::string& detail);
+
+    // Opens a "pending" ticket of `kind` ("rma" or "network"), due at once, and returns its id.
+    // `dedup_key` must not be empty: if a ticket with that key exists (from this incident or an
+    // earlier one), nothing is written and its id is returned. Unknown incident: error.
+    Result<std::int64_t> OpenTicket(std::int64_t incident_id, const std::string& kind,
+                                    const std::string& dedup_key, const std::string& payload_json,
+                                    const std::string& sink);
+
+    // Up to `limit` tickets to deliver now: "pending" or "failed", next_attempt <= now, oldest
+    // next_attempt first.
+    Result<std::vector<TicketRow>> DueTickets(std::int64_t now, int limit);
+
+    // Marks a ticket delivered. Returns false when it already was. Unknown ticket: error.
+    Result<bool> MarkTicketDelivered(std::int64_t ticket_id);
+
+    // Records a failed delivery: state "failed", attempts + 1, last_error = error, retried at
+    // next_attempt (kNeverRetry gives up). Returns false, changing nothing, when the ticket was
+    // already delivered. Unknown ticket: error.
+    Result<bool> MarkTicketFailed(std::int64_t ticket_id, const std::string& error,
+                                  std::int64_t next_attempt);
+
+    // Incidents with time >= since, newest first, at most kHistoryLimit, for escalation:
+    // - node given: every incident on that node, whatever its GPU (which covers per-GPU
+    //   escalation too: GPU ids are PCI bus ids, unique only within a node, so `gpu` is not used
+    //   to pull in other nodes' incidents);
+    // - node empty, gpu given: incidents naming that GPU id on any node (for globally unique ids);
+    // - both empty: every incident.
+    Result<std::vector<diag::HistoryRecord>> History(std::int64_t since, const std::string& node,
+                                                     const std::string& gpu);
+
+  private:
+    explicit IncidentStore(sqlite3* db, std::string path);
+
+    sqlite3* db_;
+    std::string path_;  // for error messages
+};
+
+}  // namespace autoheal::remediation

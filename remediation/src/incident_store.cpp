@@ -1,0 +1,417 @@
+#include "autoheal/remediation/incident_store.h"
+
+#include <sqlite3.h>
+
+#include <ctime>
+#include <filesystem>
+#include <iterator>
+#include <system_error>
+#include <utility>
+
+namespace autoheal::remediation {
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+// Migration i takes the schema from version i to i + 1. Append new steps; never edit a released
+// one (files in the field already ran it).
+constexpr const char* kMigrations[] = {
+    // v0 -> v1: incidents, the actions taken on them, and the tickets owed for them.
+    R"sql(
+CREATE TABLE incidents (
+    id INTEGER PRIMARY KEY,
+    time INTEGER NOT NULL,
+    job TEXT NOT NULL DEFAULT '',
+    node TEXT NOT NULL DEFAULT '',
+    gpu TEXT NOT NULL DEFAULT '',
+    cause TEXT NOT NULL DEFAULT '',
+    rule TEXT NOT NULL DEFAULT '',
+    confidence REAL NOT NULL DEFAULT 0,
+    evidence_json TEXT NOT NULL DEFAULT '[]',
+    dedup_key TEXT UNIQUE
+);
+CREATE INDEX incidents_node_time ON incidents(node, time);
+CREATE INDEX incidents_gpu_time ON incidents(gpu, time);
+CREATE TABLE actions (
+    id INTEGER PRIMARY KEY,
+    incident_id INTEGER NOT NULL REFERENCES incidents(id),
+    time INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL DEFAULT '',
+    outcome TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    UNIQUE (incident_id, action, target)
+);
+CREATE TABLE tickets (
+    id INTEGER PRIMARY KEY,
+    incident_id INTEGER NOT NULL REFERENCES incidents(id),
+    kind TEXT NOT NULL CHECK (kind IN ('rma', 'network')),
+    dedup_key TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt INTEGER NOT NULL DEFAULT 0,
+    payload_json TEXT NOT NULL DEFAULT '{}',
+    sink TEXT NOT NULL DEFAULT '',
+    last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX tickets_state_next_attempt ON tickets(state, next_attempt);
+CREATE INDEX tickets_incident ON tickets(incident_id);
+)sql",
+};
+static_assert(std::size(kMigrations) == kIncidentSchemaVersion,
+              "one migration step per schema version");
+
+// A prepared statement, finalized on destruction. Bind errors are kept and reported by Step().
+class Statement {
+  public:
+    Statement(sqlite3* db, const char* sql) {
+        rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+    }
+    ~Statement() { sqlite3_finalize(stmt_); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+
+    // SQLITE_OK unless preparing or binding failed.
+    int status() const { return rc_; }
+
+    void Bind(int index, std::int64_t v) {
+        if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_int64(stmt_, index, v);
+    }
+    void Bind(int index, double v) {
+        if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_double(stmt_, index, v);
+    }
+    void Bind(int index, const std::string& v) {
+        if (rc_ == SQLITE_OK) {
+            rc_ = sqlite3_bind_text64(stmt_, index, v.data(), v.size(), SQLITE_TRANSIENT,
+                                      SQLITE_UTF8);
+        }
+    }
+    void BindNull(int index) {
+        if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_null(stmt_, index);
+    }
+
+    // SQLITE_ROW, SQLITE_DONE or an error code.
+    int Step() {
+        if (rc_ != SQLITE_OK) return rc_;
+        const int rc = sqlite3_step(stmt_);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) rc_ = rc;
+        return rc;
+    }
+
+    std::int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+    double Real(int column) const { return sqlite3_column_double(stmt_, column); }
+    std::string Text(int column) const {
+        const auto* text = sqlite3_column_text(stmt_, column);
+        if (text == nullptr) return "";
+        return std::string(reinterpret_cast<const char*>(text),
+                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
+    }
+
+  private:
+    sqlite3_stmt* stmt_ = nullptr;
+    int rc_ = SQLITE_OK;
+};
+
+std::string Describe(sqlite3* db) {
+    if (db == nullptr) return "out of memory";
+    return std::string(sqlite3_errmsg(db)) + " (" + sqlite3_errstr(sqlite3_extended_errcode(db)) +
+           ")";
+}
+
+// Runs constant SQL (no user data) that returns no rows we need.
+bool Exec(sqlite3* db, const char* sql) {
+    return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+}
+
+// Reads a single-integer PRAGMA (user_version, foreign_keys).
+bool PragmaInt(sqlite3* db, const char* sql, std::int64_t* value) {
+    Statement s(db, sql);
+    if (s.Step() != SQLITE_ROW) return false;
+    *value = s.Int(0);
+    return true;
+}
+
+Error NewerSchema(std::int64_t version) {
+    return MakeError("schema version " + std::to_string(version) +
+                     " is newer than this autoheal's (" + std::to_string(kIncidentSchemaVersion) +
+                     "); refusing to open it (no downgrades)");
+}
+
+// Migrates to kIncidentSchemaVersion, one step per IMMEDIATE transaction. The version is re-read
+// inside each transaction, so two processes opening a new file at once migrate it once.
+Result<bool> Migrate(sqlite3* db) {
+    for (;;) {
+        if (!Exec(db, "BEGIN IMMEDIATE")) return MakeError("begin migration: " + Describe(db));
+        std::int64_t version = 0;
+        if (!PragmaInt(db, "PRAGMA user_version", &version)) {
+            const std::string error = "read schema version: " + Describe(db);
+            Exec(db, "ROLLBACK");
+            return MakeError(error);
+        }
+        if (version > kIncidentSchemaVersion) {
+            Exec(db, "ROLLBACK");
+            return NewerSchema(version);
+        }
+        if (version == kIncidentSchemaVersion) {
+            Exec(db, "COMMIT");
+            return true;
+        }
+        // PRAGMA takes no bound parameters; the version is our own integer.
+        const std::string bump = "PRAGMA user_version = " + std::to_string(version + 1);
+        if (version < 0 || !Exec(db, kMigrations[version]) || !Exec(db, bump.c_str()) ||
+            !Exec(db, "COMMIT")) {
+            const std::string error =
+                "migrate schema from version " + std::to_string(version) + ": " + Describe(db);
+            Exec(db, "ROLLBACK");
+            return MakeError(error);
+        }
+    }
+}
+
+std::int64_t Now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+}  // namespace
+
+IncidentStore::IncidentStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+
+IncidentStore::~IncidentStore() { sqlite3_close_v2(db_); }
+
+Result<std::unique_ptr<IncidentStore>> IncidentStore::Open(const std::string& path) {
+    const std::string where = "incident store " + path + ": ";
+    if (path.empty()) return MakeError("incident store: empty path");
+    std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (parent.empty()) parent = ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
+        return MakeError(where + "folder " + parent.string() + " does not exist");
+    }
+
+    sqlite3* raw = nullptr;
+    const int rc =
+        sqlite3_open_v2(path.c_str(), &raw,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    // The store owns the handle from here, so every early return closes it.
+    std::unique_ptr<IncidentStore> store(new IncidentStore(raw, path));
+    if (rc != SQLITE_OK) return MakeError(where + "open: " + Describe(raw));
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+
+    // Refuse a newer schema before changing anything (journal mode included). This is also the
+    // first read, so a file that is not a database fails here.
+    std::int64_t version = 0;
+    if (!PragmaInt(raw, "PRAGMA user_version", &version)) {
+        return MakeError(where + "read schema version: " + Describe(raw));
+    }
+    if (version > kIncidentSchemaVersion) {
+        return MakeError(where + NewerSchema(version).message);
+    }
+
+    {
+        Statement wal(raw, "PRAGMA journal_mode = WAL");
+        if (wal.Step() != SQLITE_ROW) {
+            return MakeError(where + "enable WAL: " + Describe(raw));
+        }
+        if (wal.Text(0) != "wal") {
+            return MakeError(where + "enable WAL: journal mode is '" + wal.Text(0) + "'");
+        }
+    }
+    std::int64_t foreign_keys = 0;
+    if (!Exec(raw, "PRAGMA foreign_keys = ON") ||
+        !PragmaInt(raw, "PRAGMA foreign_keys", &foreign_keys) || foreign_keys != 1) {
+        return MakeError(where + "enable foreign keys: " + Describe(raw));
+    }
+
+    auto migrated = Migrate(raw);
+    if (!migrated) return MakeError(where + migrated.error());
+    return store;
+}
+
+Result<std::int64_t> IncidentStore::RecordIncident(const IncidentRecord& incident) {
+    Statement insert(db_,
+                     "INSERT INTO incidents (time, job, node, gpu, cause, rule, confidence, "
+                     "evidence_json, dedup_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                     "ON CONFLICT (dedup_key) DO NOTHING");
+    insert.Bind(1, incident.time);
+    insert.Bind(2, incident.job);
+    insert.Bind(3, incident.node);
+    insert.Bind(4, incident.gpu);
+    insert.Bind(5, incident.cause);
+    insert.Bind(6, incident.rule);
+    insert.Bind(7, incident.confidence);
+    insert.Bind(8, incident.evidence_json);
+    if (incident.dedup_key.empty()) {
+        insert.BindNull(9);  // NULLs never conflict: no deduplication
+    } else {
+        insert.Bind(9, incident.dedup_key);
+    }
+    if (insert.Step() != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": record incident: " + Describe(db_));
+    }
+    if (sqlite3_changes(db_) == 1) return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_));
+
+    // Recorded before (rows are never deleted, so it is still there).
+    Statement select(db_, "SELECT id FROM incidents WHERE dedup_key = ?1");
+    select.Bind(1, incident.dedup_key);
+    if (select.Step() != SQLITE_ROW) {
+        return MakeError("incident store " + path_ + ": find incident '" + incident.dedup_key +
+                         "': " + Describe(db_));
+    }
+    return select.Int(0);
+}
+
+Result<bool> IncidentStore::RecordAction(std::int64_t incident_id, const std::string& action,
+                                         const std::string& target, const std::string& outcome,
+                                         const std::string& detail) {
+    Statement insert(db_,
+                     "INSERT INTO actions (incident_id, time, action, target, outcome, detail) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                     "ON CONFLICT (incident_id, action, target) DO NOTHING");
+    insert.Bind(1, incident_id);
+    insert.Bind(2, Now());
+    insert.Bind(3, action);
+    insert.Bind(4, target);
+    insert.Bind(5, outcome);
+    insert.Bind(6, detail);
+    if (insert.Step() != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": record action " + action +
+                         " for incident " + std::to_string(incident_id) + ": " + Describe(db_));
+    }
+    return sqlite3_changes(db_) == 1;
+}
+
+Result<std::int64_t> IncidentStore::OpenTicket(std::int64_t incident_id, const std::string& kind,
+                                               const std::string& dedup_key,
+                                               const std::string& payload_json,
+                                               const std::string& sink) {
+    const std::string where = "incident store " + path_ + ": open ticket: ";
+    if (kind != "rma" && kind != "network") {
+        return MakeError(where + "kind '" + kind + "' is not 'rma' or 'network'");
+    }
+    if (dedup_key.empty()) return MakeError(where + "empty dedup key");
+    Statement insert(db_,
+                     "INSERT INTO tickets (incident_id, kind, dedup_key, state, attempts, "
+                     "next_attempt, payload_json, sink, last_error) "
+                     "VALUES (?1, ?2, ?3, 'pending', 0, 0, ?4, ?5, '') "
+                     "ON CONFLICT (dedup_key) DO NOTHING");
+    insert.Bind(1, incident_id);
+    insert.Bind(2, kind);
+    insert.Bind(3, dedup_key);
+    insert.Bind(4, payload_json);
+    insert.Bind(5, sink);
+    if (insert.Step() != SQLITE_DONE) return MakeError(where + Describe(db_));
+    if (sqlite3_changes(db_) == 1) return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_));
+
+    Statement select(db_, "SELECT id FROM tickets WHERE dedup_key = ?1");
+    select.Bind(1, dedup_key);
+    if (select.Step() != SQLITE_ROW) {
+        return MakeError(where + "find ticket '" + dedup_key + "': " + Describe(db_));
+    }
+    return select.Int(0);
+}
+
+Result<std::vector<TicketRow>> IncidentStore::DueTickets(std::int64_t now, int limit) {
+    Statement select(db_,
+                     "SELECT id, incident_id, kind, dedup_key, state, attempts, next_attempt, "
+                     "payload_json, sink, last_error FROM tickets "
+                     "WHERE state IN ('pending', 'failed') AND next_attempt <= ?1 "
+                     "ORDER BY next_attempt, id LIMIT ?2");
+    select.Bind(1, now);
+    select.Bind(2, std::int64_t{limit < 0 ? 0 : limit});
+    std::vector<TicketRow> rows;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        TicketRow& t = rows.emplace_back();
+        t.id = select.Int(0);
+        t.incident_id = select.Int(1);
+        t.kind = select.Text(2);
+        t.dedup_key = select.Text(3);
+        t.state = select.Text(4);
+        t.attempts = static_cast<int>(select.Int(5));
+        t.next_attempt = select.Int(6);
+        t.payload_json = select.Text(7);
+        t.sink = select.Text(8);
+        t.last_error = select.Text(9);
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": due tickets: " + Describe(db_));
+    }
+    return rows;
+}
+
+namespace {
+
+// After an UPDATE that changed nothing: error if the ticket does not exist, else false.
+Result<bool> UnchangedTicket(sqlite3* db, const std::string& where, std::int64_t ticket_id) {
+    Statement select(db, "SELECT 1 FROM tickets WHERE id = ?1");
+    select.Bind(1, ticket_id);
+    const int rc = select.Step();
+    if (rc == SQLITE_ROW) return false;
+    if (rc == SQLITE_DONE) return MakeError(where + "no ticket " + std::to_string(ticket_id));
+    return MakeError(where + Describe(db));
+}
+
+}  // namespace
+
+Result<bool> IncidentStore::MarkTicketDelivered(std::int64_t ticket_id) {
+    const std::string where = "incident store " + path_ + ": mark ticket delivered: ";
+    Statement update(db_,
+                     "UPDATE tickets SET state = 'delivered' "
+                     "WHERE id = ?1 AND state <> 'delivered'");
+    update.Bind(1, ticket_id);
+    if (update.Step() != SQLITE_DONE) return MakeError(where + Describe(db_));
+    if (sqlite3_changes(db_) == 1) return true;
+    return UnchangedTicket(db_, where, ticket_id);
+}
+
+Result<bool> IncidentStore::MarkTicketFailed(std::int64_t ticket_id, const std::string& error,
+                                             std::int64_t next_attempt) {
+    const std::string where = "incident store " + path_ + ": mark ticket failed: ";
+    Statement update(db_,
+                     "UPDATE tickets SET state = 'failed', attempts = attempts + 1, "
+                     "last_error = ?2, next_attempt = ?3 "
+                     "WHERE id = ?1 AND state <> 'delivered'");
+    update.Bind(1, ticket_id);
+    update.Bind(2, error);
+    update.Bind(3, next_attempt);
+    if (update.Step() != SQLITE_DONE) return MakeError(where + Describe(db_));
+    if (sqlite3_changes(db_) == 1) return true;
+    return UnchangedTicket(db_, where, ticket_id);
+}
+
+Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t since,
+                                                                const std::string& node,
+                                                                const std::string& gpu) {
+    // One constant query per filter, so each can use its (column, time) index.
+    const char* sql =
+        !node.empty()  ? "SELECT time, node, gpu, rule, cause, job FROM incidents "
+                         "WHERE node = ?3 AND time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2"
+        : !gpu.empty() ? "SELECT time, node, gpu, rule, cause, job FROM incidents "
+                         "WHERE gpu = ?3 AND time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2"
+                       : "SELECT time, node, gpu, rule, cause, job FROM incidents "
+                         "WHERE time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2";
+    Statement select(db_, sql);
+    select.Bind(1, since);
+    select.Bind(2, std::int64_t{kHistoryLimit});
+    if (!node.empty()) {
+        select.Bind(3, node);
+    } else if (!gpu.empty()) {
+        select.Bind(3, gpu);
+    }
+    std::vector<diag::HistoryRecord> records;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        diag::HistoryRecord& h = records.emplace_back();
+        h.time = select.Int(0);
+        h.node = select.Text(1);
+        h.gpu = select.Text(2);
+        h.rule = select.Text(3);
+        h.cause = select.Text(4);
+        h.job = select.Text(5);
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": history: " + Describe(db_));
+    }
+    return records;
+}
+
+}  // namespace autoheal::remediation

@@ -1,0 +1,529 @@
+// The incident store against real SQLite files in a temporary folder.
+#include "autoheal/remediation/incident_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace autoheal::remediation {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A raw connection, to look at (or tamper with) the file behind the store's back.
+class Raw {
+  public:
+    explicit Raw(const fs::path& path) {
+        EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+        sqlite3_busy_timeout(db_, 5000);
+    }
+    ~Raw() { sqlite3_close(db_); }
+    Raw(const Raw&) = delete;
+    Raw& operator=(const Raw&) = delete;
+
+    void Exec(const std::string& sql) {
+        char* error = nullptr;
+        EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+            << sql << ": " << (error != nullptr ? error : "");
+        sqlite3_free(error);
+    }
+    // The first column of the first row, as text ("" when no row).
+    std::string Query(const std::string& sql) {
+        sqlite3_stmt* stmt = nullptr;
+        EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sql;
+        std::string out;
+        if (sqlite3_step(stmt) == SQLITE_ROW) {
+            const auto* text = sqlite3_column_text(stmt, 0);
+            if (text != nullptr) {
+                out.assign(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt, 0));
+            }
+        }
+        sqlite3_finalize(stmt);
+        return out;
+    }
+
+  private:
+    sqlite3* db_ = nullptr;
+};
+
+class IncidentStoreTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        static std::atomic<int> counter{0};
+        dir_ = fs::temp_directory_path() / ("incident_store_test." + std::to_string(getpid()) +
+                                            "." + std::to_string(counter++));
+        fs::remove_all(dir_);
+        ASSERT_TRUE(fs::create_directories(dir_));
+        path_ = dir_ / "incidents.sqlite";
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::unique_ptr<IncidentStore> OpenStore() {
+        auto store = IncidentStore::Open(path_.string());
+        EXPECT_TRUE(store.ok()) << store.error();
+        return store.ok() ? std::move(store).value() : nullptr;
+    }
+
+    static IncidentRecord Incident(std::int64_t time, const std::string& node,
+                                   const std::string& gpu, const std::string& key) {
+        IncidentRecord r;
+        r.time = time;
+        r.job = "job-" + std::to_string(time);
+        r.node = node;
+        r.gpu = gpu;
+        r.cause = "gpu-hardware";
+        r.rule = "xid-79";
+        r.confidence = 0.9;
+        r.evidence_json = R"([{"kind":"xid","code":79}])";
+        r.dedup_key = key;
+        return r;
+    }
+
+    fs::path dir_;
+    fs::path path_;
+};
+
+TEST_F(IncidentStoreTest, OpenCreatesSchemaV1InWalMode) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(fs::exists(path_));
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
+    EXPECT_EQ(kIncidentSchemaVersion, 1);
+    for (const char* name : {"incidents", "actions", "tickets", "incidents_node_time",
+                             "incidents_gpu_time", "tickets_state_next_attempt"}) {
+        EXPECT_EQ(raw.Query(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") +
+                            name + "'"),
+                  "1")
+            << name;
+    }
+}
+
+TEST_F(IncidentStoreTest, ReopenIsANoOp) {
+    std::int64_t id = 0;
+    {
+        auto store = OpenStore();
+        ASSERT_NE(store, nullptr);
+        auto r = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "k1"));
+        ASSERT_TRUE(r.ok()) << r.error();
+        id = *r;
+    }
+    const std::string schema_before =
+        Raw(path_).Query("SELECT group_concat(sql) FROM sqlite_master");
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "1");
+    EXPECT_EQ(raw.Query("SELECT group_concat(sql) FROM sqlite_master"), schema_before);
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "1");
+    auto again = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "k1"));
+    ASSERT_TRUE(again.ok()) << again.error();
+    EXPECT_EQ(*again, id);
+}
+
+TEST_F(IncidentStoreTest, NewerSchemaIsRefusedAndLeftAlone) {
+    {
+        Raw raw(path_);
+        raw.Exec("CREATE TABLE incidents (id INTEGER PRIMARY KEY, future TEXT)");
+        raw.Exec("PRAGMA user_version = 2");
+    }
+    auto store = IncidentStore::Open(path_.string());
+    ASSERT_FALSE(store.ok());
+    EXPECT_NE(store.error().find("schema version 2 is newer"), std::string::npos) << store.error();
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
+    EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "delete");  // not even switched to WAL
+}
+
+TEST_F(IncidentStoreTest, BadPathsAreErrors) {
+    auto missing = IncidentStore::Open((dir_ / "no-such-folder" / "incidents.sqlite").string());
+    ASSERT_FALSE(missing.ok());
+    EXPECT_NE(missing.error().find("does not exist"), std::string::npos) << missing.error();
+    EXPECT_FALSE(fs::exists(dir_ / "no-such-folder"));  // not created
+
+    EXPECT_FALSE(IncidentStore::Open("").ok());
+
+    auto folder = IncidentStore::Open(dir_.string());  // a folder, not a file
+    EXPECT_FALSE(folder.ok());
+
+    std::ofstream(path_) << "this is not an SQLite database, just some text long enough to "
+                            "fill a header of one hundred bytes...................................";
+    auto garbage = IncidentStore::Open(path_.string());
+    ASSERT_FALSE(garbage.ok());
+    EXPECT_NE(garbage.error().find(path_.string()), std::string::npos) << garbage.error();
+}
+
+TEST_F(IncidentStoreTest, IncidentsAreIdempotentOnDedupKey) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto first = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "j1/node-a/xid"));
+    ASSERT_TRUE(first.ok()) << first.error();
+    // The epilog runs again: same key, even with different details, is the same incident.
+    IncidentRecord rerun = Incident(105, "node-a", "0000:3b:00.0", "j1/node-a/xid");
+    rerun.cause = "something-else";
+    auto second = store->RecordIncident(rerun);
+    ASSERT_TRUE(second.ok()) << second.error();
+    EXPECT_EQ(*second, *first);
+    auto other = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "j2/node-a/xid"));
+    ASSERT_TRUE(other.ok()) << other.error();
+    EXPECT_NE(*other, *first);
+    // No key: no deduplication.
+    auto a = store->RecordIncident(Incident(100, "node-b", "", ""));
+    auto b = store->RecordIncident(Incident(100, "node-b", "", ""));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_NE(*a, *b);
+
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "4");
+    EXPECT_EQ(raw.Query("SELECT cause FROM incidents WHERE id = " + std::to_string(*first)),
+              "gpu-hardware");  // the first record wins
+    EXPECT_EQ(raw.Query("SELECT time FROM incidents WHERE id = " + std::to_string(*first)), "100");
+}
+
+TEST_F(IncidentStoreTest, ActionsAreIdempotent) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto id = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "k"));
+    ASSERT_TRUE(id.ok()) << id.error();
+
+    auto drain = store->RecordAction(*id, "drain", "node-a", "drained", "autoheal: xid 79");
+    ASSERT_TRUE(drain.ok()) << drain.error();
+    EXPECT_TRUE(*drain);
+    auto again = store->RecordAction(*id, "drain", "node-a", "already-ours", "second run");
+    ASSERT_TRUE(again.ok()) << again.error();
+    EXPECT_FALSE(*again);
+    auto other_target = store->RecordAction(*id, "drain", "node-b", "drained", "");
+    ASSERT_TRUE(other_target.ok()) << other_target.error();
+    EXPECT_TRUE(*other_target);
+    auto requeue = store->RecordAction(*id, "requeue", "job-100", "requeued", "");
+    ASSERT_TRUE(requeue.ok()) << requeue.error();
+    EXPECT_TRUE(*requeue);
+
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM actions"), "3");
+    EXPECT_EQ(raw.Query("SELECT outcome FROM actions WHERE action = 'drain' AND target = "
+                        "'node-a'"),
+              "drained");  // the earlier outcome is kept
+    EXPECT_NE(raw.Query("SELECT time FROM actions LIMIT 1"), "0");
+
+    // Foreign keys are on: no action for an incident that does not exist.
+    auto orphan = store->RecordAction(*id + 1000, "drain", "node-a", "drained", "");
+    ASSERT_FALSE(orphan.ok());
+    EXPECT_NE(orphan.error().find("FOREIGN KEY"), std::string::npos) << orphan.error();
+}
+
+TEST_F(IncidentStoreTest, TicketsAreIdempotentOnDedupKey) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto i1 = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "j1"));
+    auto i2 = store->RecordIncident(Incident(200, "node-a", "0000:3b:00.0", "j2"));
+    ASSERT_TRUE(i1.ok() && i2.ok());
+
+    const std::string key = "rma/node-a/0000:3b:00.0/row-remap-failure";
+    auto t1 = store->OpenTicket(*i1, "rma", key, R"({"serial":"123"})", "webhook");
+    ASSERT_TRUE(t1.ok()) << t1.error();
+    // The same fault on the same GPU, seen again by a later job: the same ticket.
+    auto t2 = store->OpenTicket(*i2, "rma", key, R"({"serial":"123","again":true})", "webhook");
+    ASSERT_TRUE(t2.ok()) << t2.error();
+    EXPECT_EQ(*t2, *t1);
+    auto net = store->OpenTicket(*i2, "network", "network/leaf-7", "{}", "webhook");
+    ASSERT_TRUE(net.ok()) << net.error();
+    EXPECT_NE(*net, *t1);
+
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM tickets"), "2");
+    EXPECT_EQ(raw.Query("SELECT incident_id FROM tickets WHERE id = " + std::to_string(*t1)),
+              std::to_string(*i1));
+    EXPECT_EQ(raw.Query("SELECT payload_json FROM tickets WHERE id = " + std::to_string(*t1)),
+              R"({"serial":"123"})");
+
+    EXPECT_FALSE(store->OpenTicket(*i1, "hardware", "k", "{}", "webhook").ok());
+    EXPECT_FALSE(store->OpenTicket(*i1, "rma", "", "{}", "webhook").ok());
+    EXPECT_FALSE(store->OpenTicket(*i1 + 1000, "rma", "orphan", "{}", "webhook").ok());
+}
+
+TEST_F(IncidentStoreTest, DueTicketsAndBackoff) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto incident = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "j1"));
+    ASSERT_TRUE(incident.ok());
+    auto rma = store->OpenTicket(*incident, "rma", "rma-1", R"({"a":1})", "webhook");
+    auto net = store->OpenTicket(*incident, "network", "net-1", R"({"b":2})", "file");
+    ASSERT_TRUE(rma.ok() && net.ok());
+
+    auto due = store->DueTickets(1000, 10);
+    ASSERT_TRUE(due.ok()) << due.error();
+    ASSERT_EQ(due->size(), 2u);
+    EXPECT_EQ((*due)[0].id, *rma);
+    EXPECT_EQ((*due)[0].incident_id, *incident);
+    EXPECT_EQ((*due)[0].kind, "rma");
+    EXPECT_EQ((*due)[0].dedup_key, "rma-1");
+    EXPECT_EQ((*due)[0].state, "pending");
+    EXPECT_EQ((*due)[0].attempts, 0);
+    EXPECT_EQ((*due)[0].next_attempt, 0);
+    EXPECT_EQ((*due)[0].payload_json, R"({"a":1})");
+    EXPECT_EQ((*due)[0].sink, "webhook");
+    EXPECT_EQ((*due)[0].last_error, "");
+    EXPECT_EQ((*due)[1].id, *net);
+
+    auto limited = store->DueTickets(1000, 1);
+    ASSERT_TRUE(limited.ok());
+    EXPECT_EQ(limited->size(), 1u);
+
+    // The RMA sink answers 503: retry in a minute.
+    auto failed = store->MarkTicketFailed(*rma, "HTTP 503", 1060);
+    ASSERT_TRUE(failed.ok()) << failed.error();
+    EXPECT_TRUE(*failed);
+    due = store->DueTickets(1000, 10);
+    ASSERT_TRUE(due.ok());
+    ASSERT_EQ(due->size(), 1u);
+    EXPECT_EQ((*due)[0].id, *net);
+
+    due = store->DueTickets(1060, 10);
+    ASSERT_TRUE(due.ok());
+    ASSERT_EQ(due->size(), 2u);
+    EXPECT_EQ((*due)[0].id, *net);  // next_attempt 0 before 1060
+    const TicketRow& retry = (*due)[1];
+    EXPECT_EQ(retry.id, *rma);
+    EXPECT_EQ(retry.state, "failed");
+    EXPECT_EQ(retry.attempts, 1);
+    EXPECT_EQ(retry.next_attempt, 1060);
+    EXPECT_EQ(retry.last_error, "HTTP 503");
+
+    ASSERT_TRUE(store->MarkTicketFailed(*rma, "timeout", 1180).ok());
+    due = store->DueTickets(1180, 10);
+    ASSERT_TRUE(due.ok());
+    ASSERT_EQ(due->size(), 2u);
+    EXPECT_EQ((*due)[1].attempts, 2);
+    EXPECT_EQ((*due)[1].last_error, "timeout");
+
+    // Delivered: never due again, and a late failure report changes nothing.
+    auto delivered = store->MarkTicketDelivered(*net);
+    ASSERT_TRUE(delivered.ok()) << delivered.error();
+    EXPECT_TRUE(*delivered);
+    auto twice = store->MarkTicketDelivered(*net);
+    ASSERT_TRUE(twice.ok());
+    EXPECT_FALSE(*twice);
+    auto late = store->MarkTicketFailed(*net, "late", 5000);
+    ASSERT_TRUE(late.ok());
+    EXPECT_FALSE(*late);
+    due = store->DueTickets(1'000'000, 10);
+    ASSERT_TRUE(due.ok());
+    ASSERT_EQ(due->size(), 1u);
+    EXPECT_EQ((*due)[0].id, *rma);
+
+    // Giving up: never due again.
+    ASSERT_TRUE(store->MarkTicketFailed(*rma, "giving up", kNeverRetry).ok());
+    due = store->DueTickets(std::numeric_limits<std::int64_t>::max() - 1, 10);
+    ASSERT_TRUE(due.ok());
+    EXPECT_TRUE(due->empty());
+
+    EXPECT_FALSE(store->MarkTicketDelivered(*rma + 1000).ok());
+    EXPECT_FALSE(store->MarkTicketFailed(*rma + 1000, "x", 1).ok());
+}
+
+TEST_F(IncidentStoreTest, HistoryFiltersByNodeGpuAndTimeAndFeedsEscalation) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    const std::string gpu_x = "0000:3b:00.0";
+    const std::string gpu_y = "0000:5e:00.0";
+    ASSERT_TRUE(store->RecordIncident(Incident(100, "node-a", gpu_x, "1")).ok());
+    ASSERT_TRUE(store->RecordIncident(Incident(200, "node-a", gpu_y, "2")).ok());
+    ASSERT_TRUE(store->RecordIncident(Incident(300, "node-b", gpu_x, "3")).ok());
+    ASSERT_TRUE(store->RecordIncident(Incident(400, "node-a", gpu_x, "4")).ok());
+    ASSERT_TRUE(store->RecordIncident(Incident(50, "node-a", gpu_x, "old")).ok());
+
+    auto times = [](const std::vector<diag::HistoryRecord>& records) {
+        std::vector<std::int64_t> out;
+        out.reserve(records.size());
+        for (const auto& r : records) out.push_back(r.time);
+        return out;
+    };
+    auto node_a = store->History(100, "node-a", "");
+    ASSERT_TRUE(node_a.ok()) << node_a.error();
+    EXPECT_EQ(times(*node_a), (std::vector<std::int64_t>{400, 200, 100}));  // newest first
+
+    // A bus id is unique only within a node: node-b's 0000:3b:00.0 is another GPU.
+    auto node_a_gpu = store->History(100, "node-a", gpu_x);
+    ASSERT_TRUE(node_a_gpu.ok());
+    EXPECT_EQ(times(*node_a_gpu), (std::vector<std::int64_t>{400, 200, 100}));
+
+    auto gpu_anywhere = store->History(100, "", gpu_x);
+    ASSERT_TRUE(gpu_anywhere.ok());
+    EXPECT_EQ(times(*gpu_anywhere), (std::vector<std::int64_t>{400, 300, 100}));
+
+    auto all = store->History(0, "", "");
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(times(*all), (std::vector<std::int64_t>{400, 300, 200, 100, 50}));
+
+    auto recent = store->History(301, "", "");
+    ASSERT_TRUE(recent.ok());
+    EXPECT_EQ(times(*recent), (std::vector<std::int64_t>{400}));
+
+    auto nobody = store->History(0, "node-z", "");
+    ASSERT_TRUE(nobody.ok());
+    EXPECT_TRUE(nobody->empty());
+
+    // What the epilog hands to Diagnose() for escalation.
+    diag::DiagnoseOptions options;
+    options.node = "node-a";
+    options.job = "job-500";
+    options.now = 500;
+    options.history = std::move(node_a).value();
+    ASSERT_EQ(options.history.size(), 3u);
+    const diag::HistoryRecord& newest = options.history[0];
+    EXPECT_EQ(newest.time, 400);
+    EXPECT_EQ(newest.node, "node-a");
+    EXPECT_EQ(newest.gpu, gpu_x);
+    EXPECT_EQ(newest.rule, "xid-79");
+    EXPECT_EQ(newest.cause, "gpu-hardware");
+    EXPECT_EQ(newest.job, "job-400");
+    EXPECT_EQ(options.history[1].gpu, gpu_y);
+}
+
+TEST_F(IncidentStoreTest, HistoryIsCapped) {
+    ASSERT_NE(OpenStore(), nullptr);
+    {
+        Raw raw(path_);
+        raw.Exec("BEGIN");
+        raw.Exec(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) "
+            "INSERT INTO incidents (time, node, gpu, rule) SELECT i, 'node-a', '', 'r' FROM n");
+        raw.Exec("COMMIT");
+    }
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto history = store->History(0, "node-a", "");
+    ASSERT_TRUE(history.ok()) << history.error();
+    ASSERT_EQ(history->size(), static_cast<std::size_t>(kHistoryLimit));
+    EXPECT_EQ(history->front().time, 1200);  // the newest are kept
+    EXPECT_EQ(history->back().time, 1200 - kHistoryLimit + 1);
+}
+
+TEST_F(IncidentStoreTest, TwoConnectionsInterleaveWrites) {
+    auto first = OpenStore();
+    auto second = OpenStore();
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    for (int i = 0; i < 20; ++i) {
+        IncidentStore& store = (i % 2 == 0) ? *first : *second;
+        auto id = store.RecordIncident(Incident(i, "node-a", "", "k" + std::to_string(i)));
+        ASSERT_TRUE(id.ok()) << id.error();
+        ASSERT_TRUE(store.RecordAction(*id, "drain", "node-a", "drained", "").ok());
+    }
+    // Each sees the other's writes, and dedup works across connections.
+    auto seen = first->History(0, "node-a", "");
+    ASSERT_TRUE(seen.ok());
+    EXPECT_EQ(seen->size(), 20u);
+    auto dup = second->RecordIncident(Incident(0, "node-a", "", "k0"));
+    ASSERT_TRUE(dup.ok());
+    EXPECT_EQ(Raw(path_).Query("SELECT count(*) FROM incidents"), "20");
+
+    // A reader in the middle of a transaction does not block writers (WAL).
+    Raw reader(path_);
+    reader.Exec("BEGIN");
+    EXPECT_EQ(reader.Query("SELECT count(*) FROM incidents"), "20");
+    ASSERT_TRUE(first->RecordIncident(Incident(50, "node-a", "", "during-read")).ok());
+    EXPECT_EQ(reader.Query("SELECT count(*) FROM incidents"), "20");  // its snapshot
+    reader.Exec("COMMIT");
+}
+
+TEST_F(IncidentStoreTest, WriterWaitsForAnotherWriterThanksToBusyTimeout) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    std::promise<void> locked;
+    std::thread holder([&] {
+        Raw raw(path_);
+        raw.Exec("BEGIN IMMEDIATE");
+        raw.Exec("INSERT INTO incidents (time, node) VALUES (1, 'holder')");
+        locked.set_value();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        raw.Exec("COMMIT");
+    });
+    locked.get_future().wait();
+    const auto start = std::chrono::steady_clock::now();
+    auto id = store->RecordIncident(Incident(2, "node-a", "", "waits"));
+    const auto waited = std::chrono::steady_clock::now() - start;
+    holder.join();
+    ASSERT_TRUE(id.ok()) << id.error();
+    EXPECT_GE(waited, std::chrono::milliseconds(100));
+    EXPECT_EQ(Raw(path_).Query("SELECT count(*) FROM incidents"), "2");
+}
+
+TEST_F(IncidentStoreTest, ConcurrentFirstOpensMigrateOnce) {
+    std::vector<std::thread> threads;
+    threads.reserve(8);
+    std::atomic<int> ok{0};
+    std::vector<std::string> errors(8);
+    for (int i = 0; i < 8; ++i) {
+        threads.emplace_back([&, i] {
+            auto store = IncidentStore::Open(path_.string());
+            if (!store.ok()) {
+                errors[i] = store.error();
+                return;
+            }
+            if ((*store)->RecordIncident(Incident(i, "node-a", "", "t" + std::to_string(i))).ok()) {
+                ++ok;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) EXPECT_EQ(e, "");
+    EXPECT_EQ(ok.load(), 8);
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "1");
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "8");
+}
+
+TEST_F(IncidentStoreTest, InjectionLookingStringsAreStoredVerbatim) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    const std::string evil = "node-a'); DROP TABLE incidents; --";
+    const std::string quotes = R"(x" OR "1"="1' OR '1'='1)";
+    const std::string with_nul("a\0b", 3);
+    IncidentRecord r = Incident(100, evil, quotes, "key'; DELETE FROM tickets; --");
+    r.job = with_nul;
+    r.cause = "ünïcödé ✓";
+    auto id = store->RecordIncident(r);
+    ASSERT_TRUE(id.ok()) << id.error();
+    ASSERT_TRUE(store->RecordAction(*id, "drain", evil, quotes, "?1 ?2 :x @y $z").ok());
+    auto ticket = store->OpenTicket(*id, "rma", "'); DROP TABLE tickets; --", quotes, evil);
+    ASSERT_TRUE(ticket.ok()) << ticket.error();
+
+    auto history = store->History(0, evil, "");
+    ASSERT_TRUE(history.ok()) << history.error();
+    ASSERT_EQ(history->size(), 1u);
+    EXPECT_EQ((*history)[0].node, evil);
+    EXPECT_EQ((*history)[0].gpu, quotes);
+    EXPECT_EQ((*history)[0].job, with_nul);
+    EXPECT_EQ((*history)[0].cause, "ünïcödé ✓");
+    auto by_gpu = store->History(0, "", quotes);
+    ASSERT_TRUE(by_gpu.ok());
+    EXPECT_EQ(by_gpu->size(), 1u);
+    EXPECT_TRUE(store->History(0, "' OR 1=1 --", "")->empty());
+
+    auto due = store->DueTickets(0, 10);
+    ASSERT_TRUE(due.ok());
+    ASSERT_EQ(due->size(), 1u);
+    EXPECT_EQ((*due)[0].dedup_key, "'); DROP TABLE tickets; --");
+    EXPECT_EQ((*due)[0].payload_json, quotes);
+    EXPECT_EQ((*due)[0].sink, evil);
+
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), "3");
+    EXPECT_EQ(raw.Query("SELECT detail FROM actions"), "?1 ?2 :x @y $z");
+    EXPECT_EQ(raw.Query("SELECT dedup_key FROM incidents"), "key'; DELETE FROM tickets; --");
+}
+
+}  // namespace
+}  // namespace autoheal::remediation
