@@ -73,6 +73,12 @@ TEST(Diagnose, SameGpuFaultingAcrossJobsEscalatesToHardware) {
     options.history = {{options.now - 3600, "n1", "0000:43:00.0", "xid-app-fault", "", "300"},
                        {options.now - 7200, "n1", "0000:43:00.0", "xid-app-fault", "", "300"}};
     EXPECT_EQ(Classify(log, options).cause, "user_error");
+    // Nor is the same bus id on another node.
+    options.node = "n1";
+    options.history = {{options.now - 3600, "n2", "0000:43:00.0", "xid-app-fault", "", "100"},
+                       {options.now - 7200, "n3", "0000:43:00.0", "xid-app-fault", "", "200"}};
+    EXPECT_EQ(Classify(log, options).cause, "user_error");
+    options.node.clear();
     // Nor are faults on another GPU, or older than the window.
     options.history = {
         {options.now - 3600, "n1", "0000:44:00.0", "xid-app-fault", "", "100"},

@@ -85,6 +85,11 @@ void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis
         for (const HistoryRecord& h : options.history) {
             if (h.rule != rule.name) continue;
             if ((step.per == "gpu" ? h.gpu : h.node) != key) continue;
+            // A PCI bus id names a GPU only within its node.
+            if (step.per == "gpu" && !d->culprit.node.empty() && !h.node.empty() &&
+                h.node != d->culprit.node) {
+                continue;
+            }
             if (options.now - h.time > step.within_seconds || h.time > options.now) continue;
             ++count;
             if (!h.job.empty()) jobs.insert(h.job);
