@@ -231,21 +231,34 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
     }
 }
 
+// One line a CUDA child writes: "<name>\t<rc>\t<json>". `json` is discarded when malformed.
+struct StepLine {
+    std::string name;
+    int rc = 0;
+    nlohmann::json json;
+};
+
+std::optional<StepLine> ParseStepLine(const std::string& line) {
+    const auto t1 = line.find('\t');
+    const auto t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
+    if (t2 == std::string::npos) return std::nullopt;
+    return StepLine{line.substr(0, t1), std::atoi(line.substr(t1 + 1, t2 - t1 - 1).c_str()),
+                    nlohmann::json::parse(line.substr(t2 + 1), nullptr, false)};
+}
+
 // The all-reduce is a node-level result. NCCL missing on the node is not evidence.
 CheckResult NcclVerdict(const Child& child) {
     CheckResult r;
     r.check = "nccl-allreduce";
-    const std::string& out = child.output;
-    auto t1 = out.find('\t');
-    auto t2 = t1 == std::string::npos ? t1 : out.find('\t', t1 + 1);
-    if (child.timed_out || t2 == std::string::npos) {
+    const std::optional<StepLine> step = ParseStepLine(child.output);
+    if (child.timed_out || !step) {
         r.status = Status::kUnknown;
         r.summary = child.timed_out ? "did not finish within the time budget" : "did not run";
         if (child.timed_out) r.Set("timeout", "yes");
         return r;
     }
-    const int rc = std::atoi(out.substr(t1 + 1, t2 - t1 - 1).c_str());
-    auto j = nlohmann::json::parse(out.substr(t2 + 1), nullptr, false);
+    const int rc = step->rc;
+    nlohmann::json j = step->json;
     if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
     if (rc != 0) {
         r.status = Status::kUnknown;
@@ -388,12 +401,11 @@ HealthReport RunHealthChecks(const RunRequest& request) {
             std::istringstream lines(children[static_cast<std::size_t>(d)].output);
             std::string line;
             while (std::getline(lines, line)) {
-                auto t1 = line.find('\t');
-                auto t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
-                if (t2 == std::string::npos) continue;
-                const std::string name = line.substr(0, t1);
-                const int rc = std::atoi(line.substr(t1 + 1, t2 - t1 - 1).c_str());
-                auto j = nlohmann::json::parse(line.substr(t2 + 1), nullptr, false);
+                std::optional<StepLine> step = ParseStepLine(line);
+                if (!step) continue;
+                const std::string& name = step->name;
+                const int rc = step->rc;
+                nlohmann::json j = std::move(step->json);
                 if (j.is_discarded() || !j.is_object()) j = nlohmann::json{{"error", "bad output"}};
                 if (name == "module") {
                     o.module_error =
