@@ -38,12 +38,12 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
         for (const auto& item : root) {
             const std::string key = item.first.as<std::string>();
             const YAML::Node& value = item.second;
-            if (key == "health") {
+            if (key == "health" || key == "remediation") {
                 if (!value.IsMap()) {
-                    return MakeError(Where(source_name, value.Mark()) +
-                                     ": health: expected a mapping of settings");
+                    return MakeError(Where(source_name, value.Mark()) + ": " + key +
+                                     ": expected a mapping of settings");
                 }
-                config.health = value;
+                (key == "health" ? config.health : config.remediation) = value;
                 continue;
             }
             if (key == "log_file" || key == "log_level" || key == "state_dir") {

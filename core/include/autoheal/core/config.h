@@ -18,6 +18,8 @@ struct Config {
     std::string log_level = "info";               // trace|debug|info|warn|error
     std::string state_dir = "/var/lib/autoheal";  // prolog snapshots and job records
     YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
+    YAML::Node remediation;  // the `remediation:` section, parsed by remediation/
+                             // (ParseRemediationConfig)
 };
 
 // Parses YAML text; `source_name` is used in messages ("autoheal.yaml:3:5: ...").
