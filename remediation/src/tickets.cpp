@@ -1,0 +1,857 @@
+#include "autoheal/remediation/tickets.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace autoheal::remediation {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int64_t kMaxRetrySeconds = 30 * 24 * 3600;
+constexpr double kMaxTimeoutSeconds = 3600;
+constexpr std::size_t kMaxSecretBytes = 4096;
+constexpr std::size_t kMaxSpoolName = 100;
+constexpr std::size_t kSpoolPrefix = 64;
+constexpr std::size_t kOutputTail = 512;
+
+std::string ErrnoText(int error) { return std::generic_category().message(error); }
+
+// ---- configuration ----
+
+std::string Where(const std::string& source, const YAML::Node& node) {
+    const YAML::Mark m = node.Mark();
+    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+template <typename T>
+bool Read(const YAML::Node& node, T* out) {
+    return node.IsScalar() && YAML::convert<T>::decode(node, *out);
+}
+
+bool IsAbsolutePath(const std::string& s) {
+    return !s.empty() && s[0] == '/' && s.find('\0') == std::string::npos;
+}
+
+bool ValidSinkName(const std::string& s) {
+    if (s.empty() || s.size() > 64) return false;
+    return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+        return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-';
+    });
+}
+
+bool StartsWithNoCase(const std::string& s, const std::string& prefix) {
+    if (s.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+    }
+    return true;
+}
+
+bool ValidUrl(const std::string& s) {
+    const std::size_t scheme = StartsWithNoCase(s, "http://")    ? 7
+                               : StartsWithNoCase(s, "https://") ? 8
+                                                                 : 0;
+    if (scheme == 0 || s.size() == scheme) return false;
+    return std::none_of(s.begin(), s.end(), [](unsigned char c) { return c <= 0x20 || c == 0x7f; });
+}
+
+bool ParseSinkType(const std::string& s, TicketSinkType* type) {
+    if (s == "spool") {
+        *type = TicketSinkType::kSpool;
+    } else if (s == "webhook") {
+        *type = TicketSinkType::kWebhook;
+    } else if (s == "command") {
+        *type = TicketSinkType::kCommand;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+// One entry of `sinks:`. Throws YAML::Exception on malformed keys (caught by the caller).
+Result<TicketSinkConfig> ParseSink(const YAML::Node& node, const std::string& source,
+                                   std::size_t index, const std::string& state_dir) {
+    const std::string path = "remediation.tickets.sinks[" + std::to_string(index) + "]";
+    if (!node.IsMap()) return MakeError(Where(source, node) + ": " + path + ": expected a mapping");
+    TicketSinkConfig sink;
+    const YAML::Node type_node = node["type"];
+    if (!type_node) {
+        return MakeError(Where(source, node) + ": " + path +
+                         ": needs a type (spool, webhook or command)");
+    }
+    std::string type;
+    if (!Read(type_node, &type) || !ParseSinkType(type, &sink.type)) {
+        return MakeError(Where(source, type_node) + ": " + path +
+                         ".type: expected spool, webhook or command");
+    }
+    std::set<std::string> seen;
+    bool has_name = false;
+    bool has_timeout = false;
+    for (const auto& kv : node) {
+        const std::string key = kv.first.as<std::string>();
+        const YAML::Node& v = kv.second;
+        if (!seen.insert(key).second) {
+            return MakeError(Where(source, kv.first) + ": " + path + ": duplicate key '" + key +
+                             "'");
+        }
+        auto bad = [&](const std::string& what) {
+            return MakeError(Where(source, v) + ": " + path + "." + key + ": expected " + what);
+        };
+        auto only = [&](TicketSinkType t) { return sink.type == t; };
+        if (key == "type") continue;
+        if (key == "name") {
+            if (!Read(v, &sink.name) || !ValidSinkName(sink.name)) {
+                return bad("a name of letters, digits, '.', '_' or '-' (at most 64)");
+            }
+            has_name = true;
+        } else if (key == "dir" && only(TicketSinkType::kSpool)) {
+            if (!Read(v, &sink.dir) || !IsAbsolutePath(sink.dir)) return bad("an absolute path");
+        } else if (key == "url" && only(TicketSinkType::kWebhook)) {
+            if (!Read(v, &sink.url) || !ValidUrl(sink.url)) {
+                return bad("an http:// or https:// URL");
+            }
+        } else if (key == "secret_file" && only(TicketSinkType::kWebhook)) {
+            if (!Read(v, &sink.secret_file) || !IsAbsolutePath(sink.secret_file)) {
+                return bad("an absolute path");
+            }
+        } else if (key == "argv" && only(TicketSinkType::kCommand)) {
+            if (!v.IsSequence() || v.size() == 0)
+                return bad("a list: [/absolute/program, args...]");
+            for (const YAML::Node& arg : v) {
+                std::string s;
+                if (!Read(arg, &s) || s.find('\0') != std::string::npos) {
+                    return MakeError(Where(source, arg) + ": " + path + ".argv: expected a string");
+                }
+                sink.argv.push_back(std::move(s));
+            }
+            if (!IsAbsolutePath(sink.argv[0])) {
+                return MakeError(Where(source, v[0]) + ": " + path +
+                                 ".argv: the program must be an absolute path (no shell, no "
+                                 "PATH lookup)");
+            }
+        } else if (key == "timeout_seconds" &&
+                   (only(TicketSinkType::kWebhook) || only(TicketSinkType::kCommand))) {
+            if (!Read(v, &sink.timeout_seconds) || !(sink.timeout_seconds > 0) ||
+                sink.timeout_seconds > kMaxTimeoutSeconds) {
+                return bad("seconds, more than 0 and at most 3600");
+            }
+            has_timeout = true;
+        } else {
+            return MakeError(Where(source, kv.first) + ": unknown setting '" + path + "." + key +
+                             "' for a " + type + " sink");
+        }
+    }
+    if (!has_name) sink.name = type;
+    switch (sink.type) {
+        case TicketSinkType::kSpool:
+            if (sink.dir.empty()) sink.dir = state_dir + "/tickets";
+            break;
+        case TicketSinkType::kWebhook:
+            if (sink.url.empty()) {
+                return MakeError(Where(source, node) + ": " + path + ": a webhook sink needs url");
+            }
+            if (!has_timeout) sink.timeout_seconds = kDefaultWebhookTimeoutSeconds;
+            break;
+        case TicketSinkType::kCommand:
+            if (sink.argv.empty()) {
+                return MakeError(Where(source, node) + ": " + path + ": a command sink needs argv");
+            }
+            if (!has_timeout) sink.timeout_seconds = kDefaultCommandTimeoutSeconds;
+            break;
+    }
+    return sink;
+}
+
+// ---- spool ----
+
+bool SpoolSafe(unsigned char c) {
+    return std::isalnum(c) != 0 || c == '.' || c == '_' || c == '-' || c == '@' || c == ':';
+}
+
+std::uint64_t Fnv1a64(const std::string& s) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+// mkdir -p, creating missing folders with mode 0750. Returns an error text, empty on success.
+std::string MakeFolders(const std::string& dir) {
+    std::string prefix;
+    std::size_t pos = 0;
+    while (pos <= dir.size()) {
+        std::size_t next = dir.find('/', pos);
+        if (next == std::string::npos) next = dir.size();
+        prefix = dir.substr(0, next);
+        pos = next + 1;
+        if (prefix.empty()) continue;
+        if (::mkdir(prefix.c_str(), 0750) == 0) {
+            ::chmod(prefix.c_str(), 0750);  // exactly 0750, whatever the umask
+        } else if (errno != EEXIST) {
+            return "create folder " + prefix + ": " + ErrnoText(errno);
+        }
+    }
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return "folder " + dir + ": " + ErrnoText(errno);
+    if (!S_ISDIR(st.st_mode)) return "folder " + dir + ": not a folder";
+    return "";
+}
+
+bool WriteAllFd(int fd, const std::string& data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+Result<std::string> DeliverSpool(const TicketSinkConfig& sink, const TicketRow& ticket) {
+    const std::string who = "spool " + sink.name + ": ";
+    if (std::string error = MakeFolders(sink.dir); !error.empty()) return MakeError(who + error);
+    const std::string target = SpoolFilePath(sink, ticket);
+    static std::atomic<unsigned> counter{0};
+    const std::string tmp = sink.dir + "/.tmp-" + std::to_string(::getpid()) + "-" +
+                            std::to_string(counter++) + "-" + std::to_string(ticket.id);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (fd < 0) return MakeError(who + "create " + tmp + ": " + ErrnoText(errno));
+    std::string error;
+    if (::fchmod(fd, 0640) != 0) {
+        error = "chmod " + tmp + ": " + ErrnoText(errno);
+    } else if (!WriteAllFd(fd, ticket.payload_json)) {
+        error = "write " + tmp + ": " + ErrnoText(errno);
+    } else if (::fsync(fd) != 0) {
+        error = "sync " + tmp + ": " + ErrnoText(errno);
+    }
+    if (::close(fd) != 0 && error.empty()) error = "close " + tmp + ": " + ErrnoText(errno);
+    if (error.empty() && ::rename(tmp.c_str(), target.c_str()) != 0) {
+        error = "rename to " + target + ": " + ErrnoText(errno);
+    }
+    if (!error.empty()) {
+        ::unlink(tmp.c_str());
+        return MakeError(who + error);
+    }
+    // Make the rename durable; a failure here loses nothing the next delivery cannot redo.
+    if (const int dfd = ::open(sink.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+    return target;
+}
+
+// ---- webhook ----
+
+const std::string kJsonHeader = "Content-Type: application/json";
+const std::string kNoExpectHeader = "Expect:";
+
+std::once_flag curl_once;
+CURLcode curl_init_code = CURLE_FAILED_INIT;
+
+std::size_t DiscardBody(char* /*data*/, std::size_t size, std::size_t count, void* /*user*/) {
+    return size * count;
+}
+
+struct CurlDeleter {
+    void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+};
+struct SlistDeleter {
+    void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+
+// Overwrites a string holding the secret before it is freed.
+void Scrub(std::string* s) {
+    std::fill(s->begin(), s->end(), '\0');
+    s->clear();
+}
+
+Result<std::string> DeliverWebhook(const TicketSinkConfig& sink, const TicketRow& ticket) {
+    const std::string who = "webhook " + sink.name + ": ";
+    std::string authorization;
+    if (!sink.secret_file.empty()) {
+        auto secret = ReadWebhookSecret(sink.secret_file);
+        if (!secret) return MakeError(who + secret.error());
+        authorization = "Authorization: Bearer " + *secret;
+        Scrub(&secret.value());
+    }
+    std::call_once(curl_once, [] { curl_init_code = curl_global_init(CURL_GLOBAL_DEFAULT); });
+    if (curl_init_code != CURLE_OK) {
+        Scrub(&authorization);
+        return MakeError(who + "libcurl init: " + curl_easy_strerror(curl_init_code));
+    }
+    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+    if (!curl) {
+        Scrub(&authorization);
+        return MakeError(who + "libcurl: cannot create a handle");
+    }
+    // "Expect:" turns off curl's 100-continue round trip for larger bodies.
+    std::unique_ptr<curl_slist, SlistDeleter> headers;
+    bool headers_ok = true;
+    for (const std::string* h : std::initializer_list<const std::string*>{
+             &kJsonHeader, &kNoExpectHeader, &authorization}) {
+        if (h->empty()) continue;
+        curl_slist* head = curl_slist_append(headers.get(), h->c_str());
+        if (head == nullptr) {
+            headers_ok = false;
+            break;
+        }
+        if (!headers) headers.reset(head);  // appending to a list returns the same head
+    }
+    Scrub(&authorization);
+    if (!headers_ok) return MakeError(who + "libcurl: out of memory");
+
+    const long timeout_ms = std::max(1L, static_cast<long>(sink.timeout_seconds * 1000));
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    CURL* h = curl.get();
+    CURLcode set = CURLE_OK;
+    auto opt = [&](CURLoption option, auto value) {
+        if (set == CURLE_OK) set = curl_easy_setopt(h, option, value);
+    };
+    opt(CURLOPT_ERRORBUFFER, error_buffer);
+    opt(CURLOPT_URL, sink.url.c_str());
+    // Only http(s), for the URL and any redirect (which is not followed anyway: see tickets.h).
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0: the _STR forms; Debian 12 has 7.88.1
+    opt(CURLOPT_PROTOCOLS_STR, "http,https");
+    opt(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+    opt(CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    opt(CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    opt(CURLOPT_FOLLOWLOCATION, 0L);
+    opt(CURLOPT_NOSIGNAL, 1L);
+    opt(CURLOPT_POST, 1L);
+    opt(CURLOPT_POSTFIELDS, ticket.payload_json.c_str());
+    opt(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(ticket.payload_json.size()));
+    opt(CURLOPT_HTTPHEADER, headers.get());
+    opt(CURLOPT_USERAGENT, "autoheal");
+    opt(CURLOPT_TIMEOUT_MS, timeout_ms);
+    opt(CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    opt(CURLOPT_WRITEFUNCTION, &DiscardBody);
+    if (set != CURLE_OK) return MakeError(who + "libcurl setup: " + curl_easy_strerror(set));
+
+    const CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK) {
+        std::string message = who + curl_easy_strerror(rc);
+        error_buffer[CURL_ERROR_SIZE - 1] = '\0';
+        if (error_buffer[0] != '\0' && message.find(error_buffer) == std::string::npos) {
+            message += " (";
+            message += error_buffer;
+            message += ")";
+        }
+        return MakeError(std::move(message));
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status <= 299) return "HTTP " + std::to_string(status);
+    std::string message = who + "HTTP " + std::to_string(status);
+    if (status >= 300 && status <= 399) message += " (redirects are not followed)";
+    return MakeError(std::move(message));
+}
+
+// ---- command ----
+
+class Fd {
+  public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() { Close(); }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const { return fd_; }
+    void Close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+  private:
+    int fd_ = -1;
+};
+
+// The last non-empty line of a command's output, shortened and without control characters.
+std::string LastLine(const std::string& output) {
+    std::size_t end = output.size();
+    while (end > 0 && (output[end - 1] == '\n' || output[end - 1] == '\r' ||
+                       output[end - 1] == ' ' || output[end - 1] == '\t')) {
+        --end;
+    }
+    const std::size_t nl = output.rfind('\n', end == 0 ? 0 : end - 1);
+    std::size_t begin = (nl == std::string::npos || end == 0) ? 0 : nl + 1;
+    if (end - begin > 200) begin = end - 200;
+    std::string line = output.substr(begin, end - begin);
+    for (char& c : line) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    }
+    return line;
+}
+
+Result<std::string> DeliverCommand(const TicketSinkConfig& sink, const TicketRow& ticket) {
+    const std::string who = "command " + sink.name + ": ";
+    if (sink.argv.empty()) return MakeError(who + "no argv");
+    // stdin is a socket pair rather than a pipe so that writing to a command that exited
+    // without reading raises no SIGPIPE in this process (send with MSG_NOSIGNAL).
+    int in[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
+        return MakeError(who + "socketpair: " + ErrnoText(errno));
+    }
+    Fd in_ours(in[0]);
+    Fd in_theirs(in[1]);
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return MakeError(who + "pipe: " + ErrnoText(errno));
+    Fd out_ours(out[0]);
+    Fd out_theirs(out[1]);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_adddup2(&actions, in_theirs.get(), STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out_theirs.get(), STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out_theirs.get(), STDERR_FILENO);
+    // Its own process group (killed as a whole on timeout), no blocked signals, default handlers.
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawnattr_setsigdefault(&attr, &all);
+
+    std::vector<char*> args;
+    args.reserve(sink.argv.size() + 1);
+    for (const std::string& a : sink.argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    const int spawn_rc =
+        ::posix_spawn(&pid, sink.argv[0].c_str(), &actions, &attr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    in_theirs.Close();
+    out_theirs.Close();
+    if (spawn_rc != 0) {
+        return MakeError(who + "cannot run " + sink.argv[0] + ": " + ErrnoText(spawn_rc));
+    }
+
+    ::fcntl(in_ours.get(), F_SETFL, ::fcntl(in_ours.get(), F_GETFL) | O_NONBLOCK);
+    ::fcntl(out_ours.get(), F_SETFL, ::fcntl(out_ours.get(), F_GETFL) | O_NONBLOCK);
+    const auto deadline =
+        Clock::now() + std::chrono::milliseconds(static_cast<long>(sink.timeout_seconds * 1000));
+    const std::string& payload = ticket.payload_json;
+    std::size_t written = 0;
+    if (payload.empty()) in_ours.Close();
+    std::string output;
+    auto read_output = [&] {
+        char buffer[4096];
+        while (out_ours.get() >= 0) {
+            const ssize_t n = ::read(out_ours.get(), buffer, sizeof buffer);
+            if (n > 0) {
+                output.append(buffer, static_cast<std::size_t>(n));
+                if (output.size() > 2 * kOutputTail) output.erase(0, output.size() - kOutputTail);
+            } else if (n == 0) {
+                out_ours.Close();
+            } else if (errno != EINTR) {
+                if (errno != EAGAIN && errno != EWOULDBLOCK) out_ours.Close();
+                return;
+            }
+        }
+    };
+
+    int status = 0;
+    bool exited = false;
+    bool timed_out = false;
+    while (true) {
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            exited = true;
+            break;
+        }
+        if (r < 0 && errno != EINTR) break;  // not our child any more (reaped elsewhere)
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd fds[2];
+        nfds_t n = 0;
+        if (out_ours.get() >= 0) fds[n++] = {out_ours.get(), POLLIN, 0};
+        if (in_ours.get() >= 0) fds[n++] = {in_ours.get(), POLLOUT, 0};
+        // Short waits: the child's exit is noticed by waitpid, not by a closed pipe (a background
+        // grandchild may keep the pipe open).
+        ::poll(fds, n, static_cast<int>(std::min<long>(left.count(), 20)));
+        read_output();
+        while (in_ours.get() >= 0 && written < payload.size()) {
+            const ssize_t w = ::send(in_ours.get(), payload.data() + written,
+                                     payload.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0) {
+                written += static_cast<std::size_t>(w);
+            } else if (w < 0 && errno == EINTR) {
+                continue;
+            } else {
+                if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) in_ours.Close();
+                break;
+            }
+        }
+        if (in_ours.get() >= 0 && written == payload.size()) in_ours.Close();  // EOF on stdin
+    }
+    if (timed_out) {
+        ::kill(-pid, SIGKILL);
+        // Reap, bounded: a process stuck in the kernel is left to init.
+        const auto reap_deadline = Clock::now() + std::chrono::seconds(2);
+        while (::waitpid(pid, &status, WNOHANG) == 0 && Clock::now() < reap_deadline) {
+            ::usleep(10 * 1000);
+        }
+    }
+    read_output();
+    const std::string tail = LastLine(output);
+    auto with_tail = [&](std::string message) {
+        if (!tail.empty()) message += ": " + tail;
+        return MakeError(std::move(message));
+    };
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", sink.timeout_seconds);
+    if (timed_out) {
+        return with_tail(who + "timed out after " + seconds + " s (process group killed)");
+    }
+    if (!exited) return MakeError(who + "lost track of process " + std::to_string(pid));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::string("exit 0");
+    if (WIFEXITED(status)) return with_tail(who + "exit " + std::to_string(WEXITSTATUS(status)));
+    if (WIFSIGNALED(status)) {
+        return with_tail(who + "killed by signal " + std::to_string(WTERMSIG(status)));
+    }
+    return with_tail(who + "ended with status " + std::to_string(status));
+}
+
+std::string TicketLine(const TicketRow& ticket, const std::string& what) {
+    return "ticket " + std::to_string(ticket.id) + " sink=" + ticket.sink + ": " + what;
+}
+
+}  // namespace
+
+const char* TicketSinkTypeName(TicketSinkType type) {
+    switch (type) {
+        case TicketSinkType::kSpool:
+            return "spool";
+        case TicketSinkType::kWebhook:
+            return "webhook";
+        case TicketSinkType::kCommand:
+            return "command";
+    }
+    return "unknown";
+}
+
+Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string& source,
+                                       const std::string& state_dir) {
+    TicketConfig config;
+    bool sinks_given = false;
+    if (node && !node.IsNull()) {
+        if (!node.IsMap()) {
+            return MakeError(Where(source, node) + ": remediation.tickets: expected a mapping");
+        }
+        try {
+            std::set<std::string> seen;
+            for (const auto& kv : node) {
+                const std::string key = kv.first.as<std::string>();
+                const YAML::Node& v = kv.second;
+                if (!seen.insert(key).second) {
+                    return MakeError(Where(source, kv.first) +
+                                     ": remediation.tickets: duplicate key '" + key + "'");
+                }
+                auto bad = [&](const std::string& what) {
+                    return MakeError(Where(source, v) + ": remediation.tickets." + key +
+                                     ": expected " + what);
+                };
+                if (key == "retry_initial_seconds" || key == "retry_max_seconds") {
+                    std::int64_t seconds = 0;
+                    if (!Read(v, &seconds) || seconds < 1 || seconds > kMaxRetrySeconds) {
+                        return bad("whole seconds from 1 to 2592000 (30 days)");
+                    }
+                    (key == "retry_initial_seconds" ? config.retry_initial_seconds
+                                                    : config.retry_max_seconds) = seconds;
+                } else if (key == "sinks") {
+                    if (!v.IsSequence()) return bad("a list of sinks");
+                    sinks_given = true;
+                    std::size_t index = 0;
+                    for (const YAML::Node& s : v) {
+                        auto sink = ParseSink(s, source, index++, state_dir);
+                        if (!sink) return MakeError(sink.error());
+                        for (const TicketSinkConfig& other : config.sinks) {
+                            if (other.name == sink->name) {
+                                return MakeError(Where(source, s) +
+                                                 ": remediation.tickets.sinks: duplicate sink "
+                                                 "name '" +
+                                                 sink->name + "' (give each sink its own name)");
+                            }
+                        }
+                        config.sinks.push_back(std::move(sink).value());
+                    }
+                } else {
+                    return MakeError(Where(source, kv.first) +
+                                     ": unknown setting 'remediation.tickets." + key + "'");
+                }
+            }
+        } catch (const YAML::Exception& e) {
+            return MakeError(source + ":" + std::to_string(e.mark.line + 1) + ":" +
+                             std::to_string(e.mark.column + 1) + ": " + e.msg);
+        }
+        if (config.retry_max_seconds < config.retry_initial_seconds) {
+            return MakeError(Where(source, node) +
+                             ": remediation.tickets: retry_max_seconds is below "
+                             "retry_initial_seconds");
+        }
+    }
+    if (!sinks_given) {
+        TicketSinkConfig spool;
+        spool.type = TicketSinkType::kSpool;
+        spool.name = "spool";
+        spool.dir = state_dir + "/tickets";
+        config.sinks.push_back(std::move(spool));
+    }
+    return config;
+}
+
+Result<std::vector<std::int64_t>> OpenTickets(IncidentStore& store, std::int64_t incident_id,
+                                              const std::string& kind, const std::string& dedup_key,
+                                              const std::string& payload_json,
+                                              const TicketConfig& config) {
+    if (dedup_key.empty()) return MakeError("open tickets: empty dedup key");
+    std::vector<std::int64_t> ids;
+    for (const TicketSinkConfig& sink : config.sinks) {
+        auto id = store.OpenTicket(incident_id, kind, dedup_key + "@" + sink.name, payload_json,
+                                   sink.name);
+        if (!id) return MakeError(id.error());
+        ids.push_back(*id);
+    }
+    return ids;
+}
+
+std::int64_t TicketRetryDelay(const TicketConfig& config, int attempts) {
+    const std::int64_t cap = std::max<std::int64_t>(1, config.retry_max_seconds);
+    std::int64_t delay = std::clamp<std::int64_t>(config.retry_initial_seconds, 1, cap);
+    for (int i = 0; i < attempts && delay < cap; ++i) {
+        delay = delay > cap / 2 ? cap : delay * 2;
+    }
+    return std::min(delay, cap);
+}
+
+std::string SpoolFilePath(const TicketSinkConfig& sink, const TicketRow& ticket) {
+    const std::string& key = ticket.dedup_key;
+    std::string name;
+    if (!key.empty() && key.size() <= kMaxSpoolName &&
+        std::all_of(key.begin(), key.end(), [](unsigned char c) { return SpoolSafe(c); })) {
+        name = key;
+    } else {
+        for (std::size_t i = 0; i < key.size() && i < kSpoolPrefix; ++i) {
+            name += SpoolSafe(static_cast<unsigned char>(key[i])) ? key[i] : '_';
+        }
+        char hash[17];
+        std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a64(key)));
+        if (!name.empty()) name += '-';
+        name += hash;
+    }
+    std::string kind = ticket.kind;
+    if (kind.empty() || kind.size() > 32 ||
+        !std::all_of(kind.begin(), kind.end(), [](unsigned char c) { return std::isalnum(c); })) {
+        kind = "ticket";
+    }
+    return sink.dir + "/" + kind + "-" + name + ".json";
+}
+
+Result<std::string> ReadWebhookSecret(const std::string& path) {
+    const std::string who = "secret file " + path + ": ";
+    // O_NONBLOCK: a FIFO planted at the path must not block the open.
+    const int raw = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (raw < 0) {
+        const int e = errno;
+        return MakeError(who + (e == ELOOP ? std::string("is a symbolic link") : ErrnoText(e)));
+    }
+    Fd fd(raw);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return MakeError(who + ErrnoText(errno));
+    if (!S_ISREG(st.st_mode)) return MakeError(who + "is not a regular file");
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+        return MakeError(who + "must be owned by root (owner uid " + std::to_string(st.st_uid) +
+                         ")");
+    }
+    if ((st.st_mode & 077) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return MakeError(who + "mode " + mode + " is too open: must be 0600 or stricter");
+    }
+    if (st.st_size > static_cast<off_t>(kMaxSecretBytes)) {
+        return MakeError(who + "larger than " + std::to_string(kMaxSecretBytes) + " bytes");
+    }
+    std::string secret(kMaxSecretBytes + 1, '\0');
+    std::size_t got = 0;
+    while (got < secret.size()) {
+        const ssize_t n = ::read(fd.get(), secret.data() + got, secret.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int e = errno;
+            Scrub(&secret);
+            return MakeError(who + ErrnoText(e));
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    if (got > kMaxSecretBytes) {
+        Scrub(&secret);
+        return MakeError(who + "larger than " + std::to_string(kMaxSecretBytes) + " bytes");
+    }
+    secret.resize(got);
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||
+                               secret.back() == ' ' || secret.back() == '\t')) {
+        secret.pop_back();
+    }
+    if (secret.empty()) return MakeError(who + "is empty");
+    if (std::any_of(secret.begin(), secret.end(),
+                    [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+        Scrub(&secret);
+        return MakeError(who + "contains control characters (one line expected)");
+    }
+    return secret;
+}
+
+Result<std::string> DeliverTicket(const TicketSinkConfig& sink, const TicketRow& ticket) {
+    try {
+        switch (sink.type) {
+            case TicketSinkType::kSpool:
+                return DeliverSpool(sink, ticket);
+            case TicketSinkType::kWebhook:
+                return DeliverWebhook(sink, ticket);
+            case TicketSinkType::kCommand:
+                return DeliverCommand(sink, ticket);
+        }
+        return MakeError(sink.name + ": unknown sink type");
+    } catch (const std::exception& e) {
+        return MakeError(std::string(TicketSinkTypeName(sink.type)) + " " + sink.name + ": " +
+                         e.what());
+    }
+}
+
+Result<TicketDeliverySummary> DeliverDueTickets(IncidentStore& store, const TicketConfig& config,
+                                                std::int64_t now, int limit,
+                                                double budget_seconds) {
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(std::max(0.0, budget_seconds)));
+    std::map<std::string, const TicketSinkConfig*> sinks;
+    for (const TicketSinkConfig& sink : config.sinks) sinks.emplace(sink.name, &sink);
+
+    TicketDeliverySummary summary;
+    std::set<std::int64_t> seen;  // tickets handled (or skipped) in this call
+    int attempted = 0;
+    bool first = true;
+    // Tickets of unconfigured sinks stay due: each round asks for as many more rows as were
+    // already seen, so that they never hide the deliverable tickets behind them.
+    while (attempted < limit) {
+        const std::int64_t want = std::min<std::int64_t>(
+            std::numeric_limits<int>::max(),
+            static_cast<std::int64_t>(limit - attempted) + static_cast<std::int64_t>(seen.size()));
+        auto due = store.DueTickets(now, static_cast<int>(want));
+        if (!due) {
+            if (first) return MakeError(due.error());
+            summary.errors.push_back("due tickets: " + due.error());
+            spdlog::error("autoheal: tickets: cannot list due tickets: {}", due.error());
+            break;
+        }
+        first = false;
+        bool progressed = false;
+        for (const TicketRow& ticket : *due) {
+            if (attempted >= limit) break;
+            if (!seen.insert(ticket.id).second) continue;
+            progressed = true;
+            const auto it = sinks.find(ticket.sink);
+            if (it == sinks.end()) {
+                ++summary.skipped;
+                summary.errors.push_back(
+                    TicketLine(ticket, "sink not configured; the ticket stays pending"));
+                spdlog::warn(
+                    "autoheal: tickets: sink not configured, ticket left pending: ticket={} "
+                    "sink={} kind={}",
+                    ticket.id, ticket.sink, ticket.kind);
+                continue;
+            }
+            if (Clock::now() >= deadline) {
+                summary.budget_spent = true;
+                spdlog::warn("autoheal: tickets: time budget spent, due tickets left: budget={}s",
+                             budget_seconds);
+                return summary;
+            }
+            ++attempted;
+            auto outcome = DeliverTicket(*it->second, ticket);
+            if (outcome) {
+                auto marked = store.MarkTicketDelivered(ticket.id);
+                if (!marked) {
+                    ++summary.failed;
+                    summary.errors.push_back(TicketLine(
+                        ticket,
+                        "delivered (" + *outcome + ") but not recorded: " + marked.error()));
+                    spdlog::error(
+                        "autoheal: tickets: delivered but not recorded: {} ticket={} sink={}",
+                        marked.error(), ticket.id, ticket.sink);
+                    continue;
+                }
+                ++summary.delivered;
+                spdlog::info("autoheal: tickets: delivered ticket={} kind={} sink={} to={}",
+                             ticket.id, ticket.kind, ticket.sink, *outcome);
+                continue;
+            }
+            const std::int64_t delay = TicketRetryDelay(config, ticket.attempts);
+            const std::int64_t next = now > kNeverRetry - delay ? kNeverRetry : now + delay;
+            auto marked = store.MarkTicketFailed(ticket.id, outcome.error(), next);
+            ++summary.failed;
+            std::string line = outcome.error();
+            if (!marked) line += "; not recorded: " + marked.error();
+            summary.errors.push_back(TicketLine(ticket, line));
+            spdlog::warn(
+                "autoheal: tickets: delivery failed: {} ticket={} kind={} sink={} attempts={} "
+                "retry_at={}",
+                outcome.error(), ticket.id, ticket.kind, ticket.sink, ticket.attempts + 1, next);
+            if (!marked) {
+                spdlog::error("autoheal: tickets: failure not recorded: {} ticket={}",
+                              marked.error(), ticket.id);
+            }
+        }
+        if (!progressed) break;
+    }
+    return summary;
+}
+
+}  // namespace autoheal::remediation
