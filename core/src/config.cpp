@@ -18,6 +18,39 @@ std::string Where(std::string_view source, const YAML::Mark& mark) {
            std::to_string(mark.column + 1);
 }
 
+// The `policy:` section. Strict like the rest: unknown keys and bad values name the place.
+Result<PolicySettings> ParsePolicy(const YAML::Node& section, std::string_view source) {
+    PolicySettings policy;
+    if (section.IsNull()) return policy;  // `policy:` with nothing under it
+    if (!section.IsMap()) {
+        return MakeError(Where(source, section.Mark()) +
+                         ": policy: expected a mapping of settings");
+    }
+    for (const auto& item : section) {
+        const std::string key = item.first.as<std::string>();
+        const YAML::Node& value = item.second;
+        if (key == "max_auto_resume") {
+            int n = 0;
+            if (!value.IsScalar() || !YAML::convert<int>::decode(value, n) || n < 0 || n > 100) {
+                return MakeError(Where(source, value.Mark()) +
+                                 ": policy.max_auto_resume: expected a whole number from 0 to 100");
+            }
+            policy.max_auto_resume = n;
+        } else if (key == "quarantine_file") {
+            std::string s = value.IsScalar() ? value.as<std::string>() : std::string();
+            if (s.empty() || s.front() != '/') {
+                return MakeError(Where(source, value.Mark()) +
+                                 ": policy.quarantine_file: expected an absolute path");
+            }
+            policy.quarantine_file = s;
+        } else {
+            return MakeError(Where(source, item.first.Mark()) + ": unknown setting 'policy." + key +
+                             "'");
+        }
+    }
+    return policy;
+}
+
 }  // namespace
 
 Result<Config> ParseConfig(std::string_view text, std::string_view source_name) {
@@ -29,7 +62,14 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
     } catch (const YAML::Exception& e) {
         return MakeError(Where(source_name, e.mark) + ": " + e.msg);
     }
-    if (root.IsNull()) return config;  // an empty file means all defaults
+    // The default quarantine file follows state_dir, which may come after `policy:`.
+    auto finish = [&config]() -> Result<Config> {
+        if (config.policy.quarantine_file.empty()) {
+            config.policy.quarantine_file = config.state_dir + "/quarantine.json";
+        }
+        return config;
+    };
+    if (root.IsNull()) return finish();  // an empty file means all defaults
     if (!root.IsMap()) {
         return MakeError(Where(source_name, root.Mark()) + ": expected a mapping of settings");
     }
@@ -44,6 +84,12 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
                                      ": expected a mapping of settings");
                 }
                 (key == "health" ? config.health : config.remediation) = value;
+                continue;
+            }
+            if (key == "policy") {
+                auto policy = ParsePolicy(value, source_name);
+                if (!policy) return MakeError(policy.error());
+                config.policy = std::move(policy).value();
                 continue;
             }
             if (key == "log_file" || key == "log_level" || key == "state_dir") {
@@ -75,7 +121,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
     } catch (const YAML::Exception& e) {
         return MakeError(Where(source_name, e.mark) + ": " + e.msg);
     }
-    return config;
+    return finish();
 }
 
 Result<Config> LoadConfigFile(const std::string& path) {

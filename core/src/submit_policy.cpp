@@ -1,16 +1,303 @@
 #include "autoheal/core/submit_policy.h"
 
-namespace autoheal {
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-SubmitDecision DecideOnSubmit(const JobOptions& options) {
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
+
+namespace autoheal {
+namespace {
+
+constexpr std::size_t kMaxQuarantineBytes = 4 << 20;
+constexpr std::size_t kMaxNodeNameLength = 64;
+constexpr auto kLockWait = std::chrono::seconds(10);
+
+std::string Errno(const std::string& path, const char* what) {
+    return path + ": " + what + ": " + std::strerror(errno);
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Closes a file descriptor when it leaves scope.
+class Fd {
+  public:
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const { return fd_; }
+    // Closes now and reports close()'s result (a late write error shows up here).
+    bool Close() {
+        int fd = std::exchange(fd_, -1);
+        return fd < 0 || ::close(fd) == 0;
+    }
+
+  private:
+    int fd_;
+};
+
+Result<std::vector<QuarantinedNode>> ParseQuarantine(const std::string& text,
+                                                     const std::string& path) {
+    using nlohmann::json;
+    json root;
+    try {
+        root = json::parse(text);
+    } catch (const json::exception& e) {
+        return MakeError(path + ": not valid JSON: " + e.what());
+    }
+    std::vector<QuarantinedNode> nodes;
+    if (!root.is_object()) return MakeError(path + ": expected an object {\"nodes\": [...]}");
+    auto list = root.find("nodes");
+    if (list == root.end()) return nodes;
+    if (!list->is_array()) return MakeError(path + ": nodes: expected a list");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        const json& entry = (*list)[i];
+        const std::string where = path + ": nodes[" + std::to_string(i) + "]";
+        if (!entry.is_object()) return MakeError(where + ": expected an object");
+        QuarantinedNode node;
+        // Keys other than these are ignored, so a newer writer may add some.
+        auto name = entry.find("node");
+        if (name == entry.end() || !name->is_string() ||
+            !IsValidQuarantineNodeName(name->get_ref<const std::string&>())) {
+            return MakeError(where +
+                             ".node: expected a node name (letters, digits, '.', '_', '-')");
+        }
+        node.node = name->get<std::string>();
+        auto until = entry.find("until");
+        if (until == entry.end() || !until->is_number_integer() ||
+            (until->is_number_unsigned() &&
+             until->get<std::uint64_t>() >
+                 static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))) {
+            return MakeError(where + ".until: expected whole seconds since the epoch");
+        }
+        node.until = until->get<std::int64_t>();
+        auto reason = entry.find("reason");
+        if (reason != entry.end()) {
+            if (!reason->is_string()) return MakeError(where + ".reason: expected a string");
+            node.reason = reason->get<std::string>();
+        }
+        nodes.push_back(std::move(node));
+    }
+    return nodes;
+}
+
+std::string YamlWhere(const std::string& source, const YAML::Node& node) {
+    const YAML::Mark m = node.Mark();
+    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+}  // namespace
+
+Result<SubmitPolicy> SubmitPolicyFromConfig(const Config& config,
+                                            std::vector<QuarantinedNode> quarantine) {
+    SubmitPolicy policy;
+    policy.max_auto_resume = config.policy.max_auto_resume;
+    policy.quarantine = std::move(quarantine);
+    try {
+        const YAML::Node& health = config.health;
+        if (health.IsMap()) {
+            const YAML::Node allow_off = health["allow_off"];
+            if (allow_off.IsDefined()) {
+                bool b = true;
+                if (!allow_off.IsScalar() || !YAML::convert<bool>::decode(allow_off, b)) {
+                    return MakeError(YamlWhere(config.source, allow_off) +
+                                     ": health.allow_off: expected true or false");
+                }
+                policy.allow_health_off = b;
+            }
+        }
+    } catch (const YAML::Exception& e) {
+        return MakeError(config.source + ": health.allow_off: " + e.msg);
+    }
+    return policy;
+}
+
+SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& policy,
+                              const SubmitContext& context, std::int64_t now) {
     SubmitDecision decision;
+    if (options.auto_resume.has_value() && *options.auto_resume > policy.max_auto_resume) {
+        decision.refusal = policy.max_auto_resume <= 0
+                               ? "autoheal: --auto-resume is not allowed on this cluster"
+                               : "autoheal: --auto-resume=" + std::to_string(*options.auto_resume) +
+                                     " is more than this cluster allows (" +
+                                     std::to_string(policy.max_auto_resume) + ")";
+        return decision;
+    }
+    if (options.health_check == HealthTier::kOff && !policy.allow_health_off) {
+        decision.refusal = "autoheal: --health-check=off is not allowed on this cluster";
+        return decision;
+    }
+    std::vector<std::string> notes;
     if (options.auto_resume.has_value()) {
         // An auto-resume job must be requeueable whatever the cluster's JobRequeue default or
         // the user's --no-requeue say: requeue is how autoheal resumes it.
         decision.force_requeue = true;
-        decision.note = "auto_resume=" + std::to_string(*options.auto_resume) + ": requeue=1";
+        notes.push_back("auto_resume=" + std::to_string(*options.auto_resume) + ": requeue=1");
+    }
+    for (const QuarantinedNode& q : policy.quarantine) {
+        if (q.until <= now) continue;
+        // A job that names the node asked for it: excluding it would make the job unrunnable.
+        if (Contains(context.req_nodes, q.node) || Contains(context.exc_nodes, q.node) ||
+            Contains(decision.exclude, q.node)) {
+            continue;
+        }
+        decision.exclude.push_back(q.node);
+    }
+    if (!decision.exclude.empty()) {
+        std::string joined;
+        for (const std::string& n : decision.exclude) joined += (joined.empty() ? "" : ",") + n;
+        notes.push_back("quarantined nodes excluded: exc_nodes+=" + joined);
+    }
+    for (const std::string& n : notes) {
+        decision.note += (decision.note.empty() ? "" : "; ") + n;
     }
     return decision;
+}
+
+std::string DecideOnModify(bool stored_auto_resume, std::optional<bool> requeue) {
+    if (stored_auto_resume && requeue.has_value() && !*requeue) {
+        return std::string(kRequeueOffRefusal);
+    }
+    return {};
+}
+
+bool IsValidQuarantineNodeName(std::string_view node) {
+    if (node.empty() || node.size() > kMaxNodeNameLength) return false;
+    return std::all_of(node.begin(), node.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+    });
+}
+
+Result<std::vector<QuarantinedNode>> ReadQuarantineFile(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    if (fd.get() < 0) {
+        if (errno == ENOENT) return std::vector<QuarantinedNode>{};
+        return MakeError(Errno(path, "cannot open"));
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return MakeError(Errno(path, "cannot stat"));
+    if (!S_ISREG(st.st_mode)) return MakeError(path + ": not a regular file");
+    std::string text;
+    text.resize(kMaxQuarantineBytes + 1);
+    std::size_t got = 0;
+    while (got < text.size()) {
+        ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return MakeError(Errno(path, "cannot read"));
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    if (got > kMaxQuarantineBytes) {
+        return MakeError(path + ": larger than " + std::to_string(kMaxQuarantineBytes) + " bytes");
+    }
+    text.resize(got);
+    return ParseQuarantine(text, path);
+}
+
+std::string QuarantineToJson(const std::vector<QuarantinedNode>& nodes) {
+    using nlohmann::json;
+    json list = json::array();
+    for (const QuarantinedNode& n : nodes) {
+        list.push_back(json{{"node", n.node}, {"until", n.until}, {"reason", n.reason}});
+    }
+    // Reasons quote logs: replace bytes that are not UTF-8 instead of failing.
+    return json{{"nodes", std::move(list)}}.dump(2, ' ', false, json::error_handler_t::replace) +
+           "\n";
+}
+
+Result<bool> WriteQuarantineFile(const std::string& path,
+                                 const std::vector<QuarantinedNode>& nodes) {
+    const std::filesystem::path target(path);
+    const std::filesystem::path dir =
+        target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return MakeError(dir.string() + ": cannot create folder: " + ec.message());
+
+    const std::string text = QuarantineToJson(nodes);
+    std::string tmp = path + ".tmp.XXXXXX";
+    Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
+    if (fd.get() < 0) return MakeError(Errno(tmp, "cannot create"));
+    auto fail = [&](const std::string& message) -> Result<bool> {
+        ::unlink(tmp.c_str());
+        return MakeError(message);
+    };
+    std::size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(Errno(tmp, "cannot write"));
+        done += static_cast<std::size_t>(n);
+    }
+    // mkostemp makes the file 0600; readers (slurmctld may run as SlurmUser) need 0644.
+    if (::fchmod(fd.get(), 0644) != 0) return fail(Errno(tmp, "cannot chmod"));
+    if (::fsync(fd.get()) != 0) return fail(Errno(tmp, "cannot fsync"));
+    if (!fd.Close()) return fail(Errno(tmp, "cannot close"));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Errno(path, "cannot rename onto"));
+    // Make the rename itself durable; failing here loses nothing readers can see.
+    Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
+    return true;
+}
+
+Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
+                                                     const std::string& node, std::int64_t until,
+                                                     const std::string& reason, std::int64_t now) {
+    if (!IsValidQuarantineNodeName(node)) {
+        return MakeError("quarantine: invalid node name '" + node + "'");
+    }
+    const std::filesystem::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec)
+        return MakeError(target.parent_path().string() + ": cannot create folder: " + ec.message());
+
+    // The lock lives in a sibling file: the data file is replaced by rename, so a lock on it
+    // would be on an inode the next writer no longer opens.
+    const std::string lock_path = path + ".lock";
+    Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (lock.get() < 0) return MakeError(Errno(lock_path, "cannot open"));
+    const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+    while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return MakeError(Errno(lock_path, "cannot lock"));
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return MakeError(lock_path + ": still locked by another writer after 10 s");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // Held until `lock` closes, after the rename.
+    auto current = ReadQuarantineFile(path);
+    if (!current) return MakeError(current.error());
+    std::vector<QuarantinedNode> nodes;
+    std::int64_t merged_until = until;
+    for (QuarantinedNode& q : current.value()) {
+        if (q.node == node) {
+            // Never shorten a quarantine already in place (an admin may have set a long one).
+            merged_until = std::max(merged_until, q.until);
+        } else if (q.until > now) {
+            nodes.push_back(std::move(q));
+        }
+    }
+    if (merged_until > now) nodes.push_back(QuarantinedNode{node, merged_until, reason});
+    auto written = WriteQuarantineFile(path, nodes);
+    if (!written) return MakeError(written.error());
+    return nodes;
 }
 
 }  // namespace autoheal

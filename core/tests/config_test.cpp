@@ -48,6 +48,52 @@ TEST(ParseConfig, SyntaxErrorIsLocated) {
     EXPECT_THAT(r.error(), StartsWith("c.yaml:"));
 }
 
+TEST(ParseConfig, PolicyDefaults) {
+    auto r = ParseConfig("state_dir: /srv/ah\n", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->policy.max_auto_resume, 10);
+    EXPECT_EQ(r->policy.quarantine_file, "/srv/ah/quarantine.json");
+    r = ParseConfig("", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->policy.quarantine_file, "/var/lib/autoheal/quarantine.json");
+}
+
+TEST(ParseConfig, PolicySectionIsRead) {
+    // state_dir after policy: the default file still follows it; an explicit file wins.
+    auto r = ParseConfig("policy:\n  max_auto_resume: 5\nstate_dir: /srv/ah\n", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->policy.max_auto_resume, 5);
+    EXPECT_EQ(r->policy.quarantine_file, "/srv/ah/quarantine.json");
+    r = ParseConfig("policy:\n  max_auto_resume: 0\n  quarantine_file: /q/nodes.json\n", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->policy.max_auto_resume, 0);
+    EXPECT_EQ(r->policy.quarantine_file, "/q/nodes.json");
+    r = ParseConfig("policy:\n", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->policy.max_auto_resume, 10);
+}
+
+TEST(ParseConfig, PolicyErrorsAreLocated) {
+    auto r = ParseConfig("log_level: info\npolicy:\n  max_auto_resume: 101\n", "p.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), StartsWith("p.yaml:3:20: policy.max_auto_resume: expected a whole "
+                                      "number from 0 to 100"));
+    for (const char* bad : {"-1", "2.5", "many", "[1]"}) {
+        r = ParseConfig(std::string("policy:\n  max_auto_resume: ") + bad + "\n", "p.yaml");
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("policy.max_auto_resume")) << bad;
+    }
+    r = ParseConfig("policy:\n  quarantine_file: q.json\n", "p.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), StartsWith("p.yaml:2:20: policy.quarantine_file: expected an absolute"));
+    r = ParseConfig("policy:\n  max_autoresume: 3\n", "p.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), StartsWith("p.yaml:2:3: unknown setting 'policy.max_autoresume'"));
+    r = ParseConfig("policy: 5\n", "p.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), StartsWith("p.yaml:1:9: policy: expected a mapping"));
+}
+
 TEST(FindConfigPath, PrefersEnvironmentThenRelocatedInstall) {
     EXPECT_EQ(FindConfigPath("/x/y.yaml", "/usr/bin/autoheal"), "/x/y.yaml");
     auto root = std::filesystem::temp_directory_path() / "autoheal-config-test";

@@ -67,6 +67,8 @@ cat >"$cluster_dir/etc/autoheal/autoheal.yaml" <<CONF
 log_file: $cluster_dir/log/autoheal.log
 log_level: debug
 state_dir: $cluster_dir/state/autoheal
+policy:
+  max_auto_resume: 5
 $health_section
 CONF
 

@@ -12,12 +12,21 @@
 
 namespace autoheal {
 
+// The `policy:` section: cluster policy applied by the job_submit plugin at submit time.
+struct PolicySettings {
+    int max_auto_resume = 10;  // the most requeues a job may ask for with --auto-resume (0..100)
+    // Nodes autoheal keeps new jobs away from (JSON, see submit_policy.h). After ParseConfig
+    // it is always set: `<state_dir>/quarantine.json` unless the file names another.
+    std::string quarantine_file;
+};
+
 struct Config {
     std::string source;  // where it was read from, for messages
     std::string log_file = "/var/log/autoheal/autoheal.log";
     std::string log_level = "info";               // trace|debug|info|warn|error
     std::string state_dir = "/var/lib/autoheal";  // prolog snapshots and job records
     YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
+    PolicySettings policy;
     YAML::Node remediation;  // the `remediation:` section, parsed by remediation/
                              // (ParseRemediationConfig)
 };

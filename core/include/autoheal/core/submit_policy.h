@@ -1,19 +1,109 @@
-// What the job_submit plugin does to a job at submit time, decided from the job's autoheal
-// options alone (no I/O: this runs under slurmctld's locks).
+// The cluster policy the job_submit plugin applies at submit time: its data (SubmitPolicy, built
+// from autoheal.yaml and the quarantine file), the pure decision for one job (DecideOnSubmit,
+// DecideOnModify: no I/O, they run under slurmctld's locks), and the quarantine file itself.
+//
+// The quarantine file is JSON, written by the controller epilog through AddToQuarantine and read
+// by the job_submit plugin's reloader thread:
+//   {"nodes": [{"node": "node3", "until": 1790000000, "reason": "autoheal: ..."}]}
+// `until` is in seconds since the epoch; an entry with until <= now is expired and ignored.
+//
+// No Slurm here: hostlist expressions ("node[1-3]") are expanded by the plugin, which passes
+// plain node names in SubmitContext.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "autoheal/core/config.h"
 #include "autoheal/core/job_options.h"
+#include "autoheal/core/result.h"
 
 namespace autoheal {
 
-struct SubmitDecision {
-    bool force_requeue = false;  // set job_desc->requeue = 1
-    std::string note;            // one log line explaining the change; empty when none
+struct QuarantinedNode {
+    std::string node;
+    std::int64_t until = 0;  // seconds since the epoch; expired when until <= now
+    std::string reason;
+
+    bool operator==(const QuarantinedNode&) const = default;
 };
 
-SubmitDecision DecideOnSubmit(const JobOptions& options);
+// Immutable once built: the plugin shares one through a std::shared_ptr<const SubmitPolicy>.
+struct SubmitPolicy {
+    int max_auto_resume = 10;      // policy.max_auto_resume
+    bool allow_health_off = true;  // health.allow_off
+    std::vector<QuarantinedNode> quarantine;
+};
+
+// Builds the policy from a parsed config and a quarantine list. Reads `health.allow_off`
+// straight from config.health (core does not depend on health/); a value that is not true or
+// false is an error naming file:line:column.
+Result<SubmitPolicy> SubmitPolicyFromConfig(const Config& config,
+                                            std::vector<QuarantinedNode> quarantine);
+
+// What slurmctld knows about the job's placement, node names already expanded.
+struct SubmitContext {
+    std::vector<std::string> req_nodes;  // -w / --nodelist
+    std::vector<std::string> exc_nodes;  // -x / --exclude, as submitted
+};
+
+struct SubmitDecision {
+    // Not empty: refuse the job with this message for the user (sbatch prints it). When set,
+    // the other fields are empty.
+    std::string refusal;
+    bool force_requeue = false;        // set job_desc->requeue = 1
+    std::vector<std::string> exclude;  // add these nodes to job_desc->exc_nodes, in policy order
+    std::string note;                  // one log line explaining the changes; empty when none
+
+    bool refused() const { return !refusal.empty(); }
+};
+
+// The decision for a new job:
+// - refused when --auto-resume asks for more than policy.max_auto_resume, or when
+//   --health-check=off is given and policy.allow_health_off is false;
+// - an auto-resume job is forced requeueable (requeue is how autoheal resumes it);
+// - every quarantined node with until > now is excluded, unless the job names it in
+//   req_nodes (an explicit request wins) or already excludes it.
+SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& policy,
+                              const SubmitContext& context, std::int64_t now);
+
+// The decision for `scontrol update` on an existing job. `stored_auto_resume`: the job's stored
+// job-control environment has AUTOHEAL_AUTO_RESUME; `requeue`: the update's requeue value, if it
+// sets one. Returns the refusal message, or an empty string to allow the update.
+std::string DecideOnModify(bool stored_auto_resume, std::optional<bool> requeue);
+
+// The message DecideOnModify refuses `requeue=0` on an auto-resume job with.
+inline constexpr std::string_view kRequeueOffRefusal =
+    "autoheal: this job asked for --auto-resume; it must stay requeueable (cancel and resubmit "
+    "without --auto-resume instead)";
+
+// A name that may stand in a quarantine entry and in a Slurm node list: letters, digits, '.',
+// '_' and '-', at most 64 characters (no ',' or '[' that would widen an exclusion).
+bool IsValidQuarantineNodeName(std::string_view node);
+
+// Reads the quarantine file. A missing file is an empty list. Unreadable, larger than 4 MiB,
+// not JSON, or not the shape above (including a bad node name): an error naming the file; the
+// caller keeps what it had. Opened without following a symlink.
+Result<std::vector<QuarantinedNode>> ReadQuarantineFile(const std::string& path);
+
+// The file's text for `nodes` (what WriteQuarantineFile writes).
+std::string QuarantineToJson(const std::vector<QuarantinedNode>& nodes);
+
+// Replaces the file atomically: writes a temporary file in the same folder (created if
+// missing), fsyncs it, sets mode 0644 and renames it over `path`. Readers see the old or the
+// new list, never a part. Concurrent writers must hold the lock (see AddToQuarantine).
+Result<bool> WriteQuarantineFile(const std::string& path,
+                                 const std::vector<QuarantinedNode>& nodes);
+
+// Adds or updates one node: under an exclusive flock on `<path>.lock` (waited for up to 10 s),
+// reads the file, drops entries expired at `now`, upserts `node` (a node already present keeps
+// the later `until` and takes the new reason), and writes the file. Two processes adding at
+// once lose nothing. Returns the list written. A file that cannot be parsed is an error and is
+// left as it is (fix or remove it; nothing is overwritten blindly).
+Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
+                                                     const std::string& node, std::int64_t until,
+                                                     const std::string& reason, std::int64_t now);
 
 }  // namespace autoheal

@@ -1,0 +1,182 @@
+// The job_submit plugin's cluster policy on the real local cluster: start.sh's autoheal.yaml
+// caps --auto-resume at 5 (the SPANK plugin allows 10), the quarantine file (state_dir's
+// default, quarantine.json) is reloaded within a few seconds without restarting slurmctld, a
+// broken quarantine file keeps the previous policy, and an auto-resume job cannot be made
+// non-requeueable with scontrol update.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cluster_client.h"
+
+namespace autoheal::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char* kScript = "#!/bin/bash\ntrue\n";
+// The reloader checks every 2 s; this leaves room for a loaded machine.
+constexpr auto kReloadLimit = std::chrono::seconds(8);
+
+std::string QuarantinePath() { return ClusterDir() + "/state/autoheal/quarantine.json"; }
+
+std::string ReadAll(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string SlurmctldLog() { return ReadAll(ClusterDir() + "/log/slurmctld.log"); }
+
+std::size_t CountOf(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+}
+
+// Replaces the quarantine file the way its writer does (rename), so the plugin never reads
+// half a file.
+void WriteQuarantine(const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(QuarantinePath()).parent_path());
+    const std::string tmp = QuarantinePath() + ".test-tmp";
+    std::ofstream(tmp) << text;
+    std::filesystem::rename(tmp, QuarantinePath());
+}
+
+std::string QuarantineOf(const std::string& node, std::int64_t seconds_from_now) {
+    return R"({"nodes": [{"node": ")" + node + R"(", "until": )" +
+           std::to_string(std::time(nullptr) + seconds_from_now) +
+           R"(, "reason": "autoheal: test quarantine"}]})";
+}
+
+// Held jobs are never scheduled; every one submitted here is cancelled at the end of the test.
+class PolicyTest : public ::testing::Test {
+  protected:
+    void TearDown() override {
+        for (const std::string& id : held_) RunCommand({"scancel", id});
+        if (touched_quarantine_) {
+            std::filesystem::remove(QuarantinePath());
+            // Leave the cluster as the other tests expect it: nothing excluded.
+            EXPECT_TRUE(WaitForExcNodeList({}, "(null)")) << "quarantine not cleared";
+        }
+    }
+
+    std::optional<std::string> SubmitHeld(std::vector<std::string> args,
+                                          CommandResult* result = nullptr) {
+        args.insert(args.begin(), "--hold");
+        auto id = Submit(args, kScript, result);
+        if (id) held_.push_back(*id);
+        return id;
+    }
+
+    // Submits held jobs until one gets `want` as its ExcNodeList (the plugin reloaded).
+    bool WaitForExcNodeList(const std::vector<std::string>& args, const std::string& want) {
+        return WaitUntil(
+            [&] {
+                auto id = SubmitHeld(args);
+                return id && ShowJob(*id)["ExcNodeList"] == want;
+            },
+            kReloadLimit);
+    }
+
+    void SetQuarantine(const std::string& text) {
+        touched_quarantine_ = true;
+        WriteQuarantine(text);
+    }
+
+    std::vector<std::string> held_;
+    bool touched_quarantine_ = false;
+};
+
+TEST_F(PolicyTest, AutoResumeAboveTheClusterCapIsRefused) {
+    // plugstack.conf lets the SPANK plugin take up to 10; autoheal.yaml's policy says 5.
+    CommandResult r;
+    auto id = SubmitHeld({"--auto-resume=8"}, &r);
+    EXPECT_FALSE(id.has_value()) << "job " << r.out << " was accepted";
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_THAT(r.err, HasSubstr("autoheal: --auto-resume=8 is more than this cluster allows (5)"));
+
+    id = SubmitHeld({"--auto-resume=5", "--no-requeue"}, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    EXPECT_EQ(ShowJob(*id)["Requeue"], "1");
+}
+
+TEST_F(PolicyTest, QuarantinedNodeIsExcludedUnlessTheJobAsksForIt) {
+    SetQuarantine(R"({"nodes": [{"node": "node1", "until": )" +
+                  std::to_string(std::time(nullptr) + 3600) +
+                  R"(, "reason": "autoheal: faulty_gpu inc=1"},
+                     {"node": "node2", "until": )" +
+                  std::to_string(std::time(nullptr) - 10) + R"(, "reason": "expired"}]})");
+    ASSERT_TRUE(WaitForExcNodeList({}, "node1")) << SlurmctldLog();
+
+    // A job that names node1 gets it; one that already excludes another node keeps that too.
+    CommandResult r;
+    auto asks = SubmitHeld({"-w", "node1"}, &r);
+    ASSERT_TRUE(asks.has_value()) << r.err;
+    auto job = ShowJob(*asks);
+    EXPECT_EQ(job["ReqNodeList"], "node1");
+    EXPECT_EQ(job["ExcNodeList"], "(null)");
+    auto excludes = SubmitHeld({"-x", "node3"}, &r);
+    ASSERT_TRUE(excludes.has_value()) << r.err;
+    EXPECT_EQ(ShowJob(*excludes)["ExcNodeList"], "node[1,3]");
+
+    EXPECT_THAT(SlurmctldLog(), HasSubstr("quarantined nodes excluded: exc_nodes+=node1"));
+}
+
+TEST_F(PolicyTest, BrokenQuarantineFileKeepsThePreviousPolicy) {
+    SetQuarantine(QuarantineOf("node3", 3600));
+    ASSERT_TRUE(WaitForExcNodeList({}, "node3")) << SlurmctldLog();
+
+    const std::string complaint =
+        "autoheal: job_submit: quarantine: " + QuarantinePath() + ": not valid JSON";
+    const std::size_t before = CountOf(SlurmctldLog(), complaint);
+    SetQuarantine("{\"nodes\": [{\"node\": \"node4\", ");
+    ASSERT_TRUE(
+        WaitUntil([&] { return CountOf(SlurmctldLog(), complaint) > before; }, kReloadLimit))
+        << SlurmctldLog();
+    CommandResult r;
+    auto id = SubmitHeld({}, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], "node3");
+    // Logged once per change, not once per check.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    EXPECT_EQ(CountOf(SlurmctldLog(), complaint), before + 1);
+
+    // A good file again is taken.
+    SetQuarantine(QuarantineOf("node4", 3600));
+    EXPECT_TRUE(WaitForExcNodeList({}, "node4")) << SlurmctldLog();
+}
+
+TEST_F(PolicyTest, AutoResumeJobCannotBeMadeNonRequeueable) {
+    CommandResult r;
+    auto id = SubmitHeld({"--auto-resume=2"}, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_EQ(ShowJob(*id)["Requeue"], "1");
+    CommandResult update = RunCommand({"scontrol", "update", "jobid=" + *id, "requeue=0"});
+    EXPECT_NE(update.exit_code, 0) << update.out;
+    EXPECT_EQ(ShowJob(*id)["Requeue"], "1");
+    EXPECT_THAT(SlurmctldLog(),
+                HasSubstr("JobId=" + *id +
+                          " uid=0: refused requeue=0: autoheal: this job asked for --auto-resume; "
+                          "it must stay requeueable"));
+
+    // Other updates of that job, and requeue=0 on other jobs, go through.
+    update = RunCommand({"scontrol", "update", "jobid=" + *id, "comment=still-fine"});
+    EXPECT_EQ(update.exit_code, 0) << update.err;
+    auto plain = SubmitHeld({"--requeue"}, &r);
+    ASSERT_TRUE(plain.has_value()) << r.err;
+    update = RunCommand({"scontrol", "update", "jobid=" + *plain, "requeue=0"});
+    EXPECT_EQ(update.exit_code, 0) << update.err;
+    EXPECT_EQ(ShowJob(*plain)["Requeue"], "0");
+}
+
+}  // namespace
+}  // namespace autoheal::testing
