@@ -3,6 +3,7 @@
 #   make deps     install Debian packages and prepare the Slurm source (idempotent)
 #   make          build everything into build/ (binaries in build/bin, plugins in build/plugins)
 #   make test     unit tests, then integration tests on a real local Slurm cluster
+#   make e2e      only the fault-handling scenarios on the local cluster (also part of make test)
 #   make demo     start the local cluster, run a job through autoheal, show what happened, stop
 #   make bench    benchmarks (ratios against a baseline measured in the same run)
 #   make install  install into PREFIX (default /usr/local) and Slurm's PluginDir
@@ -16,7 +17,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build test unit-test integration-test demo bench install lint fuzz clean
+.PHONY: all deps configure build test unit-test integration-test e2e demo bench install lint fuzz clean
 
 all: build
 
@@ -41,6 +42,10 @@ unit-test: build
 
 integration-test: build
 	@cd $(BUILD) && ctest --output-on-failure -L integration
+
+# The cluster fixture (cluster.start/stop) comes along with the filtered tests.
+e2e: build
+	@cd $(BUILD) && ctest --output-on-failure -R 'cluster\.E2E\.'
 
 demo: build
 	@scripts/demo.sh $(BUILD)

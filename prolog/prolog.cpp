@@ -6,14 +6,18 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <filesystem>
-#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "autoheal/core/program.h"
 #include "autoheal/core/script_env.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
+#include "autoheal/remediation/evidence_sources.h"
+#include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
 namespace {
@@ -21,32 +25,21 @@ namespace {
 using autoheal::HealthTier;
 namespace health = autoheal::health;
 
-bool SafeName(const std::string& s) {
-    return !s.empty() && s.size() < 128 &&
-           s.find_first_not_of(
-               "abcdefghijklmnopqrstuvwxyz"
-               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-               "0123456789._-") == std::string::npos;
-}
-
-// state_dir/jobs/<job>/<node>.prolog.json: the baseline the epilog compares against.
-void SaveReport(const std::string& state_dir, const autoheal::ScriptContext& ctx,
-                const health::HealthReport& report) {
-    if (!SafeName(ctx.job_id) || !SafeName(ctx.node)) return;
-    std::error_code ec;
-    const auto dir = std::filesystem::path(state_dir) / "jobs" / ctx.job_id;
-    std::filesystem::create_directories(dir, ec);
-    const auto path = dir / (ctx.node + ".prolog.json");
-    const auto tmp = dir / (ctx.node + ".prolog.json.tmp");
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << health::ReportToJson(report) << "\n";
-        if (!out) {
-            spdlog::warn("autoheal: prolog: cannot write {}", tmp.string());
-            return;
-        }
-    }
-    std::filesystem::rename(tmp, path, ec);
+// state_dir/jobs/<job>/<node>.prolog.json: the baseline the epilog compares against (the
+// health report with its NVML snapshot, and where the kernel log stood when the job started).
+void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& ctx,
+                  const health::HealthReport* report, const std::string& kernel_cursor) {
+    namespace rem = autoheal::remediation;
+    if (!rem::SafePathPart(ctx.job_id) || !rem::SafePathPart(ctx.node)) return;
+    nlohmann::json j = report != nullptr
+                           ? nlohmann::json::parse(health::ReportToJson(*report), nullptr, false)
+                           : nlohmann::json::object();
+    if (j.is_discarded()) j = nlohmann::json::object();
+    j["kernel_cursor"] = kernel_cursor;
+    j["time"] = static_cast<std::int64_t>(std::time(nullptr));
+    auto written = rem::WriteFileAtomically(rem::PrologFile(state_dir, ctx.job_id, ctx.node),
+                                            j.dump() + "\n", 0640, 0755);
+    if (!written) spdlog::warn("autoheal: prolog: {}", written.error());
 }
 
 std::string DrainReason(const health::HealthReport& report) {
@@ -63,9 +56,21 @@ int Run() {
     autoheal::ProgramStart start = autoheal::StartProgram("autoheal-prolog");
     autoheal::ScriptContext ctx = autoheal::ReadScriptContext(autoheal::ProcessEnvLookup());
     spdlog::info("autoheal: prolog: job seen: {}", autoheal::DescribeScriptContext(ctx));
+    // Where the kernel log stands now: the epilog reads what comes after.
+    std::string kernel_cursor;
+    std::string slurm_conf;
+    if (auto rc = autoheal::remediation::ParseRemediationConfig(start.config.remediation,
+                                                                start.config.source)) {
+        slurm_conf = rc->slurm_conf;
+        kernel_cursor = autoheal::remediation::KernelLogCursor(
+            autoheal::remediation::KernelLogFor(*rc, ctx.node));
+    } else {
+        spdlog::error("autoheal: prolog: {}", rc.error());
+    }
     auto config = health::ParseHealthConfig(start.config.health, start.config.source);
     if (!config) {
         spdlog::error("autoheal: prolog: health config: {}: no checks run", config.error());
+        SaveBaseline(start.config.state_dir, ctx, nullptr, kernel_cursor);
         return 0;
     }
     HealthTier tier = ctx.options.health_check.value_or(config->default_tier);
@@ -78,9 +83,11 @@ int Run() {
     }
     if (tier == HealthTier::kOff) {
         spdlog::info("autoheal: prolog: job={} node={}: health checks off", ctx.job_id, ctx.node);
+        SaveBaseline(start.config.state_dir, ctx, nullptr, kernel_cursor);
         return 0;
     }
     if (ctx.job_gpus.empty()) {
+        SaveBaseline(start.config.state_dir, ctx, nullptr, kernel_cursor);
         spdlog::info("autoheal: prolog: job={} node={}: no GPUs allocated, nothing to check",
                      ctx.job_id, ctx.node);
         return 0;
@@ -97,7 +104,7 @@ int Run() {
     request.config = *config;
     request.cuda_module = health::ResolveCudaModule(*config, autoheal::SelfExePath());
     health::HealthReport report = health::RunHealthChecks(request);
-    SaveReport(start.config.state_dir, ctx, report);
+    SaveBaseline(start.config.state_dir, ctx, &report, kernel_cursor);
     for (const health::CheckResult& r : report.results) {
         if (r.status == health::Status::kPass) continue;
         spdlog::warn("autoheal: prolog: job={} node={} {} {}{}: {}", ctx.job_id, ctx.node,
@@ -110,7 +117,7 @@ int Run() {
     if (report.status != health::Status::kFail) return 0;
 
     const std::string reason = DrainReason(report);
-    autoheal::remediation::SlurmAdapter slurm;
+    autoheal::remediation::SlurmAdapter slurm(slurm_conf);
     auto drained = slurm.Drain(ctx.node, reason);
     if (!drained) {
         spdlog::error("autoheal: prolog: node={}: {}", ctx.node, drained.error());

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make bench: the log classifier benchmark (bench/classify_bench.sh: `autoheal classify` against
-# ripgrep with the same patterns, on a generated 1 GiB log), then every benchmark program the
+# ripgrep with the same patterns, on a generated 1 GiB log), the prolog's overhead, the time from
+# a job's failure to its rerun with autoheal and with Slurm's own requeue (bench/requeue_bench.sh,
+# a local cluster with stock timing, about 3 minutes), then every benchmark program the
 # build produced (build/bin/bench_*). Each prints its own ratios against a baseline measured in
 # the same run. Exit 1 when any of them fails.
 set -uo pipefail
@@ -13,6 +15,9 @@ echo "== classify_bench"
 
 echo "== prolog_bench"
 "$repo/bench/prolog_bench.sh" "$build_dir" || rc=1
+
+echo "== requeue_bench"
+"$repo/bench/requeue_bench.sh" "$build_dir" || rc=1
 
 shopt -s nullglob
 benches=("$build_dir"/bin/bench_*)

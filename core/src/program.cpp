@@ -60,18 +60,5 @@ EnvLookup ProcessEnvLookup() {
 
 namespace autoheal {
 
-int ReportJobScript(std::string_view program_name, std::string_view area) noexcept {
-    try {
-        StartProgram(program_name);
-        ScriptContext ctx = ReadScriptContext(ProcessEnvLookup());
-        for (const std::string& problem : ctx.problems) {
-            spdlog::warn("autoheal: {}: ignoring job option: {} job={}", area, problem, ctx.job_id);
-        }
-        spdlog::info("autoheal: {}: job seen: {}", area, DescribeScriptContext(ctx));
-    } catch (const std::exception&) {
-        // Fail open: nothing here is evidence against the node.
-    }
-    return 0;
-}
 
 }  // namespace autoheal

@@ -2,55 +2,46 @@
 
 #include <filesystem>
 
+#include "autoheal/core/yaml_read.h"
+
 namespace autoheal::health {
-namespace {
-
-std::string Where(const std::string& source, const YAML::Node& node) {
-    const YAML::Mark m = node.Mark();
-    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-template <typename T>
-bool Read(const YAML::Node& node, T* out) {
-    return node.IsScalar() && YAML::convert<T>::decode(node, *out);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<HealthConfig> ParseHealthConfig(const YAML::Node& section, const std::string& source) {
     HealthConfig config;
     if (!section || section.IsNull()) return config;
-    if (!section.IsMap()) return MakeError(Where(source, section) + ": health: expected a mapping");
+    if (!section.IsMap())
+        return MakeError(YamlWhere(source, section) + ": health: expected a mapping");
     try {
         for (const auto& kv : section) {
             const std::string key = kv.first.as<std::string>();
             const YAML::Node& v = kv.second;
             auto bad = [&](const std::string& what) {
-                std::string message = Where(source, v);
+                std::string message = YamlWhere(source, v);
                 message += ": health.";
                 message += key;
                 message += ": expected ";
                 message += what;
                 return MakeError(std::move(message));
             };
-            auto fraction = [&](double* out) { return Read(v, out) && *out > 0 && *out <= 1; };
+            auto fraction = [&](double* out) { return YamlRead(v, out) && *out > 0 && *out <= 1; };
             if (key == "nvml_library" || key == "cuda_module") {
                 std::string s;
-                if (!Read(v, &s) || s.empty()) return bad("a path");
+                if (!YamlRead(v, &s) || s.empty()) return bad("a path");
                 (key == "nvml_library" ? config.nvml_library : config.cuda_module) = s;
             } else if (key == "default_tier") {
                 std::string s;
-                auto tier = Read(v, &s) ? HealthTierFromName(s) : std::nullopt;
+                auto tier = YamlRead(v, &s) ? HealthTierFromName(s) : std::nullopt;
                 if (!tier) return bad("quick, full or off");
                 config.default_tier = *tier;
             } else if (key == "allow_off" || key == "timeout_is_failure") {
                 bool b = false;
-                if (!Read(v, &b)) return bad("true or false");
+                if (!YamlRead(v, &b)) return bad("true or false");
                 (key == "allow_off" ? config.allow_off : config.timeout_is_failure) = b;
             } else if (key == "quick_budget_seconds" || key == "full_budget_seconds" ||
                        key == "nvml_timeout_seconds") {
                 double d = 0;
-                if (!Read(v, &d) || d <= 0 || d > 3600) return bad("seconds, more than 0");
+                if (!YamlRead(v, &d) || d <= 0 || d > 3600) return bad("seconds, more than 0");
                 (key == "quick_budget_seconds"  ? config.quick_budget_seconds
                  : key == "full_budget_seconds" ? config.full_budget_seconds
                                                 : config.nvml_timeout_seconds) = d;
@@ -62,14 +53,16 @@ Result<HealthConfig> ParseHealthConfig(const YAML::Node& section, const std::str
                  : key == "perf_fail_fraction" ? config.perf_fail_fraction
                                                : config.hbm_test_fraction) = d;
             } else if (key == "temperature_margin_c") {
-                if (!Read(v, &config.temperature_margin_c) || config.temperature_margin_c > 50) {
+                if (!YamlRead(v, &config.temperature_margin_c) ||
+                    config.temperature_margin_c > 50) {
                     return bad("degrees from 0 to 50");
                 }
             } else if (key == "models") {
                 if (!v.IsSequence()) return bad("a list of GPU models");
                 for (const YAML::Node& m : v) {
                     if (!m.IsMap()) {
-                        return MakeError(Where(source, m) + ": health.models: expected a mapping");
+                        return MakeError(YamlWhere(source, m) +
+                                         ": health.models: expected a mapping");
                     }
                     GpuModel model;
                     for (const auto& mk : m) {
@@ -77,37 +70,38 @@ Result<HealthConfig> ParseHealthConfig(const YAML::Node& section, const std::str
                         const YAML::Node& mv = mk.second;
                         bool ok = true;
                         if (k == "match") {
-                            ok = Read(mv, &model.match) && !model.match.empty();
+                            ok = YamlRead(mv, &model.match) && !model.match.empty();
                         } else if (k == "gemm_tflops_bf16") {
-                            ok = Read(mv, &model.gemm_tflops_bf16);
+                            ok = YamlRead(mv, &model.gemm_tflops_bf16);
                         } else if (k == "hbm_gbps") {
-                            ok = Read(mv, &model.hbm_gbps);
+                            ok = YamlRead(mv, &model.hbm_gbps);
                         } else if (k == "d2d_gbps") {
-                            ok = Read(mv, &model.d2d_gbps);
+                            ok = YamlRead(mv, &model.d2d_gbps);
                         } else if (k == "h2d_gbps") {
-                            ok = Read(mv, &model.h2d_gbps);
+                            ok = YamlRead(mv, &model.h2d_gbps);
                         } else if (k == "pcie_gen") {
-                            ok = Read(mv, &model.pcie_gen);
+                            ok = YamlRead(mv, &model.pcie_gen);
                         } else if (k == "pcie_width") {
-                            ok = Read(mv, &model.pcie_width);
+                            ok = YamlRead(mv, &model.pcie_width);
                         } else if (k == "nvlinks") {
-                            ok = Read(mv, &model.nvlinks);
+                            ok = YamlRead(mv, &model.nvlinks);
                         } else {
-                            return MakeError(Where(source, mk.first) +
+                            return MakeError(YamlWhere(source, mk.first) +
                                              ": health.models: unknown key '" + k + "'");
                         }
                         if (!ok) {
-                            return MakeError(Where(source, mv) + ": health.models." + k +
+                            return MakeError(YamlWhere(source, mv) + ": health.models." + k +
                                              ": bad value");
                         }
                     }
                     if (model.match.empty()) {
-                        return MakeError(Where(source, m) + ": health.models: each needs match");
+                        return MakeError(YamlWhere(source, m) +
+                                         ": health.models: each needs match");
                     }
                     config.models.push_back(model);
                 }
             } else {
-                return MakeError(Where(source, kv.first) + ": unknown setting 'health." + key +
+                return MakeError(YamlWhere(source, kv.first) + ": unknown setting 'health." + key +
                                  "'");
             }
         }
@@ -116,7 +110,7 @@ Result<HealthConfig> ParseHealthConfig(const YAML::Node& section, const std::str
                          std::to_string(e.mark.column + 1) + ": " + e.msg);
     }
     if (config.perf_fail_fraction > config.perf_warn_fraction) {
-        return MakeError(Where(source, section) +
+        return MakeError(YamlWhere(source, section) +
                          ": health: perf_fail_fraction is above perf_warn_fraction");
     }
     return config;

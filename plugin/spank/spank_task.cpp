@@ -4,14 +4,24 @@
 // exports
 //   AUTOHEAL_RESUME_CHECKPOINT  the checkpoint to resume from (absent when there is none)
 //   AUTOHEAL_CHECKPOINT_FORMAT  its format (torch-dcp, megatron, deepspeed, ...)
+//   AUTOHEAL_LAST_FAILURE       why autoheal requeued the job last (absent on a first run)
+//   AUTOHEAL_EXCLUDED_NODES     the nodes the job now avoids (hostlist expression)
 // into the tasks' environment; slurm_spank_task_init adds to each task
 //   AUTOHEAL_RESTART_COUNT      how many times Slurm has requeued the job (0 on the first run).
 //   Never fails the step: a search problem is logged and the job
 // starts from scratch, as it would without autoheal.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
+#include <cstdlib>
 #include <string>
 
 #include "autoheal/core/checkpoint.h"
+#include "autoheal/core/config.h"
+#include "autoheal/core/resume_record.h"
 #include "spank_state.h"
 
 namespace autoheal::spank {
@@ -25,6 +35,54 @@ std::optional<std::string> JobEnv(spank_t sp, const char* name) {
     return std::string(buf.data());
 }
 
+// This plugin's own file, to find the config next to a relocated install (like the programs).
+std::string SelfPath() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&SelfPath), &info) == 0 || info.dli_fname == nullptr) {
+        return "";
+    }
+    return info.dli_fname;
+}
+
+// A small file read as the job user, no symlink followed, size-capped.
+std::optional<std::string> ReadSmall(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    std::optional<std::string> out;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 65536) {
+        std::string text(static_cast<std::size_t>(st.st_size), '\0');
+        const ssize_t n = ::read(fd, text.data(), text.size());
+        if (n >= 0) {
+            text.resize(static_cast<std::size_t>(n));
+            out = std::move(text);
+        }
+    }
+    ::close(fd);
+    return out;
+}
+
+// AUTOHEAL_LAST_FAILURE / AUTOHEAL_EXCLUDED_NODES from the controller epilog's record.
+void ExportLastFailure(spank_t sp) {
+    uint32_t job_id = 0;
+    if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0) return;
+    auto config = LoadConfigFile(FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfPath()));
+    if (!config) {
+        slurm_verbose("autoheal: resume: %s", config.error().c_str());
+        return;
+    }
+    auto text = ReadSmall(ResumeRecordPath(config->state_dir, std::to_string(job_id)));
+    if (!text) return;  // never requeued by autoheal
+    auto record = ResumeRecordFromJson(*text);
+    if (!record) return;
+    if (!record->explanation.empty()) {
+        spank_setenv(sp, "AUTOHEAL_LAST_FAILURE", record->explanation.c_str(), 1);
+    }
+    if (!record->excluded.empty()) {
+        spank_setenv(sp, "AUTOHEAL_EXCLUDED_NODES", record->excluded.c_str(), 1);
+    }
+}
+
 }  // namespace
 
 int ExportRestartCount(spank_t sp) {
@@ -36,6 +94,7 @@ int ExportRestartCount(spank_t sp) {
 }
 
 int ExportResumeEnv(spank_t sp) {
+    ExportLastFailure(sp);
     // The allocator recorded the resolved directory; Slurm shows it to the job with this name.
     auto dir = JobEnv(sp, "SLURM_SPANK_AUTOHEAL_CKPT_DIR");
     if (!dir || dir->empty()) return 0;

@@ -2,14 +2,18 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
 
 extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 // Exported by libslurm but not declared in slurm.h (returns a static string).
 const char* slurm_node_state_string(uint32_t state);
+const char* slurm_job_state_string(uint32_t state);
 }
 
 namespace autoheal::remediation {
@@ -27,28 +31,55 @@ SlurmAdapter::SlurmAdapter(const std::string& slurm_conf) {
 
 SlurmAdapter::~SlurmAdapter() { slurm_fini(); }
 
+namespace {
+
+std::string Str(const char* s) { return s != nullptr ? s : ""; }
+
+NodeInfo ToNodeInfo(const node_info_t& n) {
+    NodeInfo info;
+    info.name = Str(n.name);
+    info.state = Str(slurm_node_state_string(n.node_state));
+    info.reason = Str(n.reason);
+    info.reason_time = static_cast<std::int64_t>(n.reason_time);
+    info.drained = (n.node_state & NODE_STATE_DRAIN) != 0;
+    const uint32_t base = n.node_state & NODE_STATE_BASE;
+    info.down = base == NODE_STATE_DOWN || (n.node_state & NODE_STATE_FAIL) != 0;
+    info.reboot_pending =
+        (n.node_state & (NODE_STATE_REBOOT_REQUESTED | NODE_STATE_REBOOT_ISSUED)) != 0;
+    return info;
+}
+
+}  // namespace
+
 Result<NodeInfo> SlurmAdapter::GetNode(const std::string& name) {
     node_info_msg_t* msg = nullptr;
     if (slurm_load_node_single(&msg, const_cast<char*>(name.c_str()), SHOW_ALL) != 0 ||
         msg == nullptr) {
         return MakeError("slurm: load node " + name + ": " + SlurmError());
     }
-    NodeInfo info;
-    bool found = false;
+    std::optional<NodeInfo> info;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
         const node_info_t& n = msg->node_array[i];
         if (n.name == nullptr || name != n.name) continue;
-        found = true;
-        info.name = n.name;
-        const char* state = slurm_node_state_string(n.node_state);
-        info.state = state != nullptr ? state : "";
-        info.reason = n.reason != nullptr ? n.reason : "";
-        info.drained = (n.node_state & NODE_STATE_DRAIN) != 0;
-        info.down = (n.node_state & NODE_STATE_BASE) == NODE_STATE_DOWN;
+        info = ToNodeInfo(n);
     }
     slurm_free_node_info_msg(msg);
-    if (!found) return MakeError("slurm: no node named " + name);
-    return info;
+    if (!info) return MakeError("slurm: no node named " + name);
+    return *info;
+}
+
+Result<std::vector<NodeInfo>> SlurmAdapter::ListNodes() {
+    node_info_msg_t* msg = nullptr;
+    if (slurm_load_node(0, &msg, SHOW_ALL) != 0 || msg == nullptr) {
+        return MakeError("slurm: load nodes: " + SlurmError());
+    }
+    std::vector<NodeInfo> nodes;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+        if (msg->node_array[i].name == nullptr) continue;
+        nodes.push_back(ToNodeInfo(msg->node_array[i]));
+    }
+    slurm_free_node_info_msg(msg);
+    return nodes;
 }
 
 Result<SlurmAdapter::DrainOutcome> SlurmAdapter::Drain(const std::string& node,
@@ -58,7 +89,7 @@ Result<SlurmAdapter::DrainOutcome> SlurmAdapter::Drain(const std::string& node,
     }
     auto current = GetNode(node);
     if (!current) return MakeError(current.error());
-    if (current->drained || current->down) {
+    if (current->Out()) {
         if (!current->ReasonIsOurs()) return DrainOutcome::kAdminOwned;
         return DrainOutcome::kAlreadyOurs;
     }
@@ -72,6 +103,144 @@ Result<SlurmAdapter::DrainOutcome> SlurmAdapter::Drain(const std::string& node,
         return MakeError("slurm: drain " + node + ": " + SlurmError());
     }
     return DrainOutcome::kDrained;
+}
+
+Result<SlurmAdapter::RebootOutcome> SlurmAdapter::Reboot(const std::string& node,
+                                                         const std::string& reason) {
+    if (reason.rfind(kReasonPrefix, 0) != 0) {
+        return MakeError("internal: reboot reason must start with 'autoheal:'");
+    }
+    auto current = GetNode(node);
+    if (!current) return MakeError(current.error());
+    if (current->Out() && !current->ReasonIsOurs()) return RebootOutcome::kAdminOwned;
+    if (current->reboot_pending) return RebootOutcome::kAlreadyPending;
+    const int rc = SendRebootRequest(node, reason, /*asap=*/true, /*resume_after=*/true);
+    if (rc != 0) return MakeError("slurm: reboot " + node + ": " + slurm_strerror(rc));
+    return RebootOutcome::kRequested;
+}
+
+Result<SlurmAdapter::ResumeOutcome> SlurmAdapter::Resume(const std::string& node, bool force) {
+    auto current = GetNode(node);
+    if (!current) return MakeError(current.error());
+    if (!current->Out()) return ResumeOutcome::kNotOut;
+    if (!current->ReasonIsOurs() && !force) return ResumeOutcome::kAdminOwned;
+    update_node_msg_t msg;
+    slurm_init_update_node_msg(&msg);
+    msg.node_names = const_cast<char*>(node.c_str());
+    msg.node_state = NODE_RESUME;
+    if (slurm_update_node(&msg) != SLURM_SUCCESS) {
+        return MakeError("slurm: resume " + node + ": " + SlurmError());
+    }
+    return ResumeOutcome::kResumed;
+}
+
+Result<JobInfo> SlurmAdapter::GetJob(std::uint32_t job_id) {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_DETAIL) != 0 || msg == nullptr) {
+        return MakeError("slurm: load job " + std::to_string(job_id) + ": " + SlurmError());
+    }
+    std::optional<JobInfo> found;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+        const slurm_job_info_t& j = msg->job_array[i];
+        if (j.job_id != job_id) continue;
+        JobInfo info;
+        info.id = j.job_id;
+        info.state = Str(slurm_job_state_string(j.job_state & JOB_STATE_BASE));
+        info.completing = (j.job_state & JOB_COMPLETING) != 0;
+        info.pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
+        info.being_requeued =
+            info.pending || (j.job_state & (JOB_REQUEUE | JOB_REQUEUE_HOLD | JOB_REQUEUE_FED)) != 0;
+        info.exit_code = j.exit_code;
+        info.derived_ec = j.derived_ec;
+        info.restart_count = j.restart_cnt;
+        info.requeue = j.requeue != 0;
+        info.name = Str(j.name);
+        info.user_id = j.user_id;
+        info.user_name = Str(j.user_name);
+        info.nodes = Str(j.nodes);
+        info.exc_nodes = Str(j.exc_nodes);
+        info.req_nodes = Str(j.req_nodes);
+        info.batch_host = Str(j.batch_host);
+        info.std_out = Str(j.std_out);
+        info.std_err = Str(j.std_err);
+        info.work_dir = Str(j.work_dir);
+        info.admin_comment = Str(j.admin_comment);
+        info.array_job_id = j.array_job_id;
+        info.array_task_id = j.array_task_id;
+        info.start_time = static_cast<std::int64_t>(j.start_time);
+        info.end_time = static_cast<std::int64_t>(j.end_time);
+        found = std::move(info);
+        break;
+    }
+    slurm_free_job_info_msg(msg);
+    if (!found) return MakeError("slurm: no job " + std::to_string(job_id));
+    return *found;
+}
+
+Result<bool> SlurmAdapter::Requeue(std::uint32_t job_id) {
+    if (slurm_requeue(job_id, 0) != SLURM_SUCCESS) {
+        return MakeError("slurm: requeue job " + std::to_string(job_id) + ": " + SlurmError());
+    }
+    return true;
+}
+
+Result<bool> SlurmAdapter::UpdateJob(std::uint32_t job_id, const JobUpdate& update) {
+    job_desc_msg_t msg;
+    slurm_init_job_desc_msg(&msg);
+    msg.job_id = job_id;
+    std::string exc = update.exc_nodes.value_or("");
+    std::string comment = update.admin_comment.value_or("");
+    if (update.exc_nodes) msg.exc_nodes = exc.data();
+    if (update.admin_comment) msg.admin_comment = comment.data();
+    if (update.begin_time) msg.begin_time = static_cast<time_t>(*update.begin_time);
+    if (slurm_update_job(&msg) != SLURM_SUCCESS) {
+        return MakeError("slurm: update job " + std::to_string(job_id) + ": " + SlurmError());
+    }
+    return true;
+}
+
+Result<std::vector<SwitchInfo>> SlurmAdapter::Topology() {
+    topo_info_response_msg_t* msg = nullptr;
+    if (slurm_load_topo(&msg) != SLURM_SUCCESS || msg == nullptr) {
+        return MakeError("slurm: load topology: " + SlurmError());
+    }
+    std::vector<SwitchInfo> switches;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+        const topo_info_t& t = msg->topo_array[i];
+        SwitchInfo sw;
+        sw.name = Str(t.name);
+        sw.level = t.level;
+        if (t.nodes != nullptr && *t.nodes != '\0') sw.nodes = ExpandHostlist(t.nodes);
+        switches.push_back(std::move(sw));
+    }
+    slurm_free_topo_info_msg(msg);
+    return switches;
+}
+
+std::vector<std::string> SlurmAdapter::ExpandHostlist(const std::string& expression) {
+    std::vector<std::string> names;
+    if (expression.empty()) return names;
+    hostlist_t hl = slurm_hostlist_create(expression.c_str());
+    if (hl == nullptr) return names;
+    while (char* host = slurm_hostlist_shift(hl)) {
+        names.emplace_back(host);
+        free(host);
+    }
+    slurm_hostlist_destroy(hl);
+    return names;
+}
+
+std::string SlurmAdapter::CompressHostlist(const std::vector<std::string>& names) {
+    if (names.empty()) return "";
+    hostlist_t hl = slurm_hostlist_create(nullptr);
+    if (hl == nullptr) return "";
+    for (const std::string& n : names) slurm_hostlist_push_host(hl, n.c_str());
+    slurm_hostlist_uniq(hl);
+    char* s = slurm_hostlist_ranged_string_malloc(hl);
+    std::string out = s != nullptr ? s : "";
+    free(s);
+    slurm_hostlist_destroy(hl);
+    return out;
 }
 
 }  // namespace autoheal::remediation

@@ -28,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "autoheal/core/yaml_read.h"
+
 extern char** environ;
 
 namespace autoheal::remediation {
@@ -45,16 +47,6 @@ constexpr std::size_t kOutputTail = 512;
 std::string ErrnoText(int error) { return std::generic_category().message(error); }
 
 // ---- configuration ----
-
-std::string Where(const std::string& source, const YAML::Node& node) {
-    const YAML::Mark m = node.Mark();
-    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-template <typename T>
-bool Read(const YAML::Node& node, T* out) {
-    return node.IsScalar() && YAML::convert<T>::decode(node, *out);
-}
 
 bool IsAbsolutePath(const std::string& s) {
     return !s.empty() && s[0] == '/' && s.find('\0') == std::string::npos;
@@ -100,16 +92,17 @@ bool ParseSinkType(const std::string& s, TicketSinkType* type) {
 Result<TicketSinkConfig> ParseSink(const YAML::Node& node, const std::string& source,
                                    std::size_t index, const std::string& state_dir) {
     const std::string path = "remediation.tickets.sinks[" + std::to_string(index) + "]";
-    if (!node.IsMap()) return MakeError(Where(source, node) + ": " + path + ": expected a mapping");
+    if (!node.IsMap())
+        return MakeError(YamlWhere(source, node) + ": " + path + ": expected a mapping");
     TicketSinkConfig sink;
     const YAML::Node type_node = node["type"];
     if (!type_node) {
-        return MakeError(Where(source, node) + ": " + path +
+        return MakeError(YamlWhere(source, node) + ": " + path +
                          ": needs a type (spool, webhook or command)");
     }
     std::string type;
-    if (!Read(type_node, &type) || !ParseSinkType(type, &sink.type)) {
-        return MakeError(Where(source, type_node) + ": " + path +
+    if (!YamlRead(type_node, &type) || !ParseSinkType(type, &sink.type)) {
+        return MakeError(YamlWhere(source, type_node) + ": " + path +
                          ".type: expected spool, webhook or command");
     }
     std::set<std::string> seen;
@@ -119,27 +112,28 @@ Result<TicketSinkConfig> ParseSink(const YAML::Node& node, const std::string& so
         const std::string key = kv.first.as<std::string>();
         const YAML::Node& v = kv.second;
         if (!seen.insert(key).second) {
-            return MakeError(Where(source, kv.first) + ": " + path + ": duplicate key '" + key +
+            return MakeError(YamlWhere(source, kv.first) + ": " + path + ": duplicate key '" + key +
                              "'");
         }
         auto bad = [&](const std::string& what) {
-            return MakeError(Where(source, v) + ": " + path + "." + key + ": expected " + what);
+            return MakeError(YamlWhere(source, v) + ": " + path + "." + key + ": expected " + what);
         };
         auto only = [&](TicketSinkType t) { return sink.type == t; };
         if (key == "type") continue;
         if (key == "name") {
-            if (!Read(v, &sink.name) || !ValidSinkName(sink.name)) {
+            if (!YamlRead(v, &sink.name) || !ValidSinkName(sink.name)) {
                 return bad("a name of letters, digits, '.', '_' or '-' (at most 64)");
             }
             has_name = true;
         } else if (key == "dir" && only(TicketSinkType::kSpool)) {
-            if (!Read(v, &sink.dir) || !IsAbsolutePath(sink.dir)) return bad("an absolute path");
+            if (!YamlRead(v, &sink.dir) || !IsAbsolutePath(sink.dir))
+                return bad("an absolute path");
         } else if (key == "url" && only(TicketSinkType::kWebhook)) {
-            if (!Read(v, &sink.url) || !ValidUrl(sink.url)) {
+            if (!YamlRead(v, &sink.url) || !ValidUrl(sink.url)) {
                 return bad("an http:// or https:// URL");
             }
         } else if (key == "secret_file" && only(TicketSinkType::kWebhook)) {
-            if (!Read(v, &sink.secret_file) || !IsAbsolutePath(sink.secret_file)) {
+            if (!YamlRead(v, &sink.secret_file) || !IsAbsolutePath(sink.secret_file)) {
                 return bad("an absolute path");
             }
         } else if (key == "argv" && only(TicketSinkType::kCommand)) {
@@ -147,26 +141,27 @@ Result<TicketSinkConfig> ParseSink(const YAML::Node& node, const std::string& so
                 return bad("a list: [/absolute/program, args...]");
             for (const YAML::Node& arg : v) {
                 std::string s;
-                if (!Read(arg, &s) || s.find('\0') != std::string::npos) {
-                    return MakeError(Where(source, arg) + ": " + path + ".argv: expected a string");
+                if (!YamlRead(arg, &s) || s.find('\0') != std::string::npos) {
+                    return MakeError(YamlWhere(source, arg) + ": " + path +
+                                     ".argv: expected a string");
                 }
                 sink.argv.push_back(std::move(s));
             }
             if (!IsAbsolutePath(sink.argv[0])) {
-                return MakeError(Where(source, v[0]) + ": " + path +
+                return MakeError(YamlWhere(source, v[0]) + ": " + path +
                                  ".argv: the program must be an absolute path (no shell, no "
                                  "PATH lookup)");
             }
         } else if (key == "timeout_seconds" &&
                    (only(TicketSinkType::kWebhook) || only(TicketSinkType::kCommand))) {
-            if (!Read(v, &sink.timeout_seconds) || !(sink.timeout_seconds > 0) ||
+            if (!YamlRead(v, &sink.timeout_seconds) || !(sink.timeout_seconds > 0) ||
                 sink.timeout_seconds > kMaxTimeoutSeconds) {
                 return bad("seconds, more than 0 and at most 3600");
             }
             has_timeout = true;
         } else {
-            return MakeError(Where(source, kv.first) + ": unknown setting '" + path + "." + key +
-                             "' for a " + type + " sink");
+            return MakeError(YamlWhere(source, kv.first) + ": unknown setting '" + path + "." +
+                             key + "' for a " + type + " sink");
         }
     }
     if (!has_name) sink.name = type;
@@ -176,13 +171,15 @@ Result<TicketSinkConfig> ParseSink(const YAML::Node& node, const std::string& so
             break;
         case TicketSinkType::kWebhook:
             if (sink.url.empty()) {
-                return MakeError(Where(source, node) + ": " + path + ": a webhook sink needs url");
+                return MakeError(YamlWhere(source, node) + ": " + path +
+                                 ": a webhook sink needs url");
             }
             if (!has_timeout) sink.timeout_seconds = kDefaultWebhookTimeoutSeconds;
             break;
         case TicketSinkType::kCommand:
             if (sink.argv.empty()) {
-                return MakeError(Where(source, node) + ": " + path + ": a command sink needs argv");
+                return MakeError(YamlWhere(source, node) + ": " + path +
+                                 ": a command sink needs argv");
             }
             if (!has_timeout) sink.timeout_seconds = kDefaultCommandTimeoutSeconds;
             break;
@@ -582,7 +579,7 @@ Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string
     bool sinks_given = false;
     if (node && !node.IsNull()) {
         if (!node.IsMap()) {
-            return MakeError(Where(source, node) + ": remediation.tickets: expected a mapping");
+            return MakeError(YamlWhere(source, node) + ": remediation.tickets: expected a mapping");
         }
         try {
             std::set<std::string> seen;
@@ -590,16 +587,16 @@ Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string
                 const std::string key = kv.first.as<std::string>();
                 const YAML::Node& v = kv.second;
                 if (!seen.insert(key).second) {
-                    return MakeError(Where(source, kv.first) +
+                    return MakeError(YamlWhere(source, kv.first) +
                                      ": remediation.tickets: duplicate key '" + key + "'");
                 }
                 auto bad = [&](const std::string& what) {
-                    return MakeError(Where(source, v) + ": remediation.tickets." + key +
+                    return MakeError(YamlWhere(source, v) + ": remediation.tickets." + key +
                                      ": expected " + what);
                 };
                 if (key == "retry_initial_seconds" || key == "retry_max_seconds") {
                     std::int64_t seconds = 0;
-                    if (!Read(v, &seconds) || seconds < 1 || seconds > kMaxRetrySeconds) {
+                    if (!YamlRead(v, &seconds) || seconds < 1 || seconds > kMaxRetrySeconds) {
                         return bad("whole seconds from 1 to 2592000 (30 days)");
                     }
                     (key == "retry_initial_seconds" ? config.retry_initial_seconds
@@ -613,7 +610,7 @@ Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string
                         if (!sink) return MakeError(sink.error());
                         for (const TicketSinkConfig& other : config.sinks) {
                             if (other.name == sink->name) {
-                                return MakeError(Where(source, s) +
+                                return MakeError(YamlWhere(source, s) +
                                                  ": remediation.tickets.sinks: duplicate sink "
                                                  "name '" +
                                                  sink->name + "' (give each sink its own name)");
@@ -622,7 +619,7 @@ Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string
                         config.sinks.push_back(std::move(sink).value());
                     }
                 } else {
-                    return MakeError(Where(source, kv.first) +
+                    return MakeError(YamlWhere(source, kv.first) +
                                      ": unknown setting 'remediation.tickets." + key + "'");
                 }
             }
@@ -631,7 +628,7 @@ Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string
                              std::to_string(e.mark.column + 1) + ": " + e.msg);
         }
         if (config.retry_max_seconds < config.retry_initial_seconds) {
-            return MakeError(Where(source, node) +
+            return MakeError(YamlWhere(source, node) +
                              ": remediation.tickets: retry_max_seconds is below "
                              "retry_initial_seconds");
         }

@@ -61,7 +61,9 @@ health_section="health:
 cat >"$fake/scenarios/default.json" <<'JSON'
 {"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0"}, {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]}
 JSON
-# The programs find this config next to their install prefix (bin/../etc/autoheal).
+# The programs find this config and the rules next to their install prefix (bin/../etc/autoheal).
+mkdir -p "$cluster_dir/etc/autoheal/rules.d"
+cp "$repo_root"/etc/rules.d/*.yaml "$cluster_dir/etc/autoheal/rules.d/"
 cat >"$cluster_dir/etc/autoheal/autoheal.yaml" <<CONF
 # autoheal settings for the local test cluster
 log_file: $cluster_dir/log/autoheal.log
@@ -70,7 +72,43 @@ state_dir: $cluster_dir/state/autoheal
 policy:
   max_auto_resume: 5
 $health_section
+# Fault handling: each node's "kernel log" is a file the tests write fake Xid lines into.
+remediation:
+  slurm_conf: $cluster_dir/etc/slurm.conf
+  kernel_log: $cluster_dir/log/kern-%n.log
+  results_wait_seconds: 20
+  gpu_reset_command: [$cluster_dir/bin/fake-gpu-reset, "{gpu}"]
+  breaker: {max_fraction: 0.5, max_nodes: 2, window: 1h}
+  correlation: {window: 10m, min_nodes: 2}
 CONF
+# GPU reset and node reboot at the ABI boundary of this lab: the reset is recorded; the reboot
+# restarts the node's slurmd with -b (Slurm's "the node booted" flag), as a real reboot would.
+cat >"$cluster_dir/bin/fake-gpu-reset" <<SH
+#!/bin/sh
+echo "\$(date +%s) reset \$1" >>"$cluster_dir/log/gpu-resets.log"
+SH
+cat >"$cluster_dir/bin/fake-reboot" <<SH
+#!/bin/bash
+# RebootProgram, run by the slurmd of the node to reboot: find which node from its command line.
+# (slurmd runs it through system(): its parent may be sh.)
+slurmd_pid=\$PPID node=
+for _ in 1 2 3; do
+    node=\$(tr '\\0' '\\n' </proc/\$slurmd_pid/cmdline | sed -n '/^-N\$/{n;p}')
+    [ -n "\$node" ] && break
+    slurmd_pid=\$(awk '{print \$4}' /proc/\$slurmd_pid/stat)
+done
+[ -n "\$node" ] || exit 1
+echo "\$(date +%s) reboot \$node" >>"$cluster_dir/log/reboots.log"
+setsid bash -c '
+    kill "\$1"  # then wait until it is gone (a zombie nobody reaps has an empty cmdline)
+    while [ -n "\$(tr -d "\\\\0" </proc/\$1/cmdline 2>/dev/null)" ]; do sleep 0.1; done
+    slurmd -D -b -N "\$2" -f "$cluster_dir/etc/slurm.conf" </dev/null >>"$cluster_dir/log/slurmd-\$2.out" 2>&1 &
+    echo \$! >"$cluster_dir/run/slurmd-\$2.pid"
+' fake-reboot "\$slurmd_pid" "\$node" </dev/null >/dev/null 2>&1 &
+exit 0
+SH
+chmod 755 "$cluster_dir/bin/fake-gpu-reset" "$cluster_dir/bin/fake-reboot"
+for i in $(seq 1 "$cluster_nodes"); do : >"$cluster_dir/log/kern-node$i.log"; done
 
 # --- fake GPUs: character devices with NVIDIA's major number, two per node
 for i in $(seq 1 "$cluster_nodes"); do
@@ -79,6 +117,15 @@ for i in $(seq 1 "$cluster_nodes"); do
 done
 
 # --- Slurm configuration
+# Fast scheduling for tests; AUTOHEAL_CLUSTER_STOCK_TIMING=1 keeps Slurm's defaults for
+# cred_expire (120 s), batch_sched_delay (3 s), bf_interval (30 s) and sched_interval (60 s), as
+# a stock cluster has them (the requeue benchmark compares against those).
+if [ "${AUTOHEAL_CLUSTER_STOCK_TIMING:-0}" = 1 ]; then
+    auth_extra="" sched_params="nohold_on_prolog_fail"
+else
+    auth_extra=",cred_expire=5"
+    sched_params="batch_sched_delay=0,bf_interval=1,sched_interval=2,nohold_on_prolog_fail"
+fi
 cat >"$cluster_dir/etc/slurm.conf" <<CONF
 ClusterName=autoheal-lab
 SlurmctldHost=$host(127.0.0.1)
@@ -87,7 +134,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$cluster_dir/munge/munged.socket,cred_expire=5
+AuthInfo=socket=$cluster_dir/munge/munged.socket$auth_extra
 StateSaveLocation=$cluster_dir/ctld
 SlurmdSpoolDir=$cluster_dir/spool/%n
 SlurmctldPidFile=$cluster_dir/run/own/slurmctld.pid
@@ -106,7 +153,7 @@ MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,bf_interval=1,sched_interval=2,nohold_on_prolog_fail
+SchedulerParameters=$sched_params
 MailProg=/bin/true
 ReturnToService=2
 SlurmdTimeout=30
@@ -115,6 +162,7 @@ PrologFlags=Alloc
 Prolog=$cluster_dir/bin/autoheal-prolog
 Epilog=$cluster_dir/bin/autoheal-epilog
 EpilogSlurmctld=$cluster_dir/bin/autoheal-epilog-ctld
+RebootProgram=$cluster_dir/bin/fake-reboot
 PrologEpilogTimeout=120
 PlugStackConfig=$cluster_dir/etc/plugstack.conf
 JobSubmitPlugins=autoheal

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -61,6 +62,46 @@ std::string AutohealLog() {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+std::map<std::string, std::string> ShowNode(const std::string& node) {
+    std::map<std::string, std::string> fields;
+    CommandResult r = RunCommand({"scontrol", "show", "node", "-o", node});
+    // Reason=... runs to the end of the line and may hold spaces.
+    auto reason = r.out.find(" Reason=");
+    if (reason != std::string::npos) {
+        std::string value = r.out.substr(reason + 8);
+        while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+        fields["Reason"] = value;
+        r.out.resize(reason);
+    }
+    std::istringstream in(r.out);
+    std::string token;
+    while (in >> token) {
+        auto eq = token.find('=');
+        if (eq != std::string::npos) fields[token.substr(0, eq)] = token.substr(eq + 1);
+    }
+    return fields;
+}
+
+std::string JobField(const std::string& job_id, const std::string& key) {
+    CommandResult r = RunCommand({"scontrol", "show", "job", "-o", job_id});
+    const std::string tag = " " + key + "=";
+    const auto at = r.out.find(tag);
+    if (at == std::string::npos) return "";
+    std::string value = r.out.substr(at + tag.size());
+    // The value runs to the next " Key=" (a capitalised word followed by '=').
+    for (std::size_t i = 0; i + 1 < value.size(); ++i) {
+        if (value[i] != ' ' || !std::isupper(static_cast<unsigned char>(value[i + 1]))) continue;
+        const auto eq = value.find('=', i);
+        const auto sp = value.find(' ', i + 1);
+        if (eq != std::string::npos && (sp == std::string::npos || eq < sp)) {
+            value.resize(i);
+            break;
+        }
+    }
+    while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+    return value;
 }
 
 }  // namespace autoheal::testing

@@ -33,4 +33,10 @@ bool WaitUntil(const std::function<bool()>& pred,
 // Reads the whole autoheal log written by the prolog/epilog programs.
 std::string AutohealLog();
 
+// `scontrol show node -o NAME` parsed into Key=Value pairs; Reason keeps its spaces.
+std::map<std::string, std::string> ShowNode(const std::string& node);
+
+// One field of `scontrol show job -o ID` whose value may hold spaces (AdminComment, Comment).
+std::string JobField(const std::string& job_id, const std::string& key);
+
 }  // namespace autoheal::testing

@@ -21,25 +21,6 @@ std::string ScenarioPath(const std::string& node) {
     return ClusterDir() + "/lib/fake-gpu/scenarios/" + node + ".json";
 }
 
-std::map<std::string, std::string> ShowNode(const std::string& node) {
-    std::map<std::string, std::string> fields;
-    CommandResult r = RunCommand({"scontrol", "show", "node", "-o", node});
-    // Reason=... runs to the end of the line and may hold spaces.
-    auto reason = r.out.find(" Reason=");
-    if (reason != std::string::npos) {
-        std::string value = r.out.substr(reason + 8);
-        while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
-        fields["Reason"] = value;
-        r.out.resize(reason);
-    }
-    std::istringstream in(r.out);
-    std::string token;
-    while (in >> token) {
-        auto eq = token.find('=');
-        if (eq != std::string::npos) fields[token.substr(0, eq)] = token.substr(eq + 1);
-    }
-    return fields;
-}
 
 // Puts a scenario on a node for one test and puts the node back afterwards.
 class NodeScenario {

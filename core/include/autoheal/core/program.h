@@ -27,14 +27,3 @@ EnvLookup ProcessEnvLookup();
 std::string SelfExePath();
 
 }  // namespace autoheal
-
-namespace autoheal {
-
-// The whole of a Prolog/Epilog/EpilogSlurmctld program that only reports: starts the program,
-// reads the Slurm script environment and logs it as one line
-// "autoheal: <area>: job seen: job=... node=... auto_resume=..." (plus one warning per option
-// value that failed validation). Returns the exit code: always 0, since nothing read here is
-// evidence against a node. Never throws.
-int ReportJobScript(std::string_view program_name, std::string_view area) noexcept;
-
-}  // namespace autoheal

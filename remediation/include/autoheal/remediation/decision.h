@@ -1,0 +1,118 @@
+// The controller's decision for one ended job, as a pure function of what it was told: the node
+// epilogs' reports, the job's facts, the cluster's node states and topology, and the incident
+// history. No Slurm calls and no I/O here (remediation/controller.h executes the decision), so
+// every branch is unit-tested and a 2,048-node job is decided in memory.
+//
+// 1. Each node's own evidence (kernel log, NVML deltas, post-job check) is diagnosed with that
+//    node's history: its cause, plan and culprit GPU.
+// 2. The job's own output (read by the batch host's epilog) is diagnosed once for the job.
+// 3. Culprits: nodes whose own evidence names an infrastructure cause (a hardware part, a link);
+//    the job's output names the cause only when no node does (an NCCL timeout on every rank blames
+//    no one; the one node with an Xid is the culprit).
+// 4. Network correlation: nodes under one leaf switch with a network cause in this job or in the
+//    store's recent incidents (within the window) -> one incident for the switch, one network
+//    ticket naming it, and no node tickets.
+// 5. The breaker: nodes autoheal took out within its window (from Slurm's node states) plus the
+//    ones this decision would take out, against max_nodes and max_fraction of the cluster;
+//    beyond it the node actions are held (recorded, alerted, culprits quarantined).
+// 6. Requeue: the job failed, asked for --auto-resume, the cause is an infrastructure one the
+//    rule allows to requeue, and the restarts are under the cap; culprits (and the switch's
+//    nodes) join the job's excluded nodes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/rules.h"
+#include "autoheal/diag/scanner.h"
+#include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/slurm_adapter.h"
+
+namespace autoheal::remediation {
+
+struct JobFacts {
+    std::string job;
+    int restart_count = 0;
+    bool failed = false;                       // non-zero exit, signal or node failure
+    std::optional<int> auto_resume;            // the job's cap; absent = not opted in
+    bool requeueable = true;                   // Slurm's requeue flag
+    std::vector<std::string> nodes;            // the job's nodes
+    std::vector<std::string> excluded;         // already excluded
+    std::vector<std::string> missing_reports;  // nodes whose epilog did not report in time
+};
+
+struct ClusterView {
+    std::vector<NodeInfo> nodes;              // every node, for the breaker
+    std::vector<SwitchInfo> switches;         // topology; empty without one
+    std::vector<diag::HistoryRecord> recent;  // incidents within the correlation window
+    std::int64_t now = 0;
+};
+
+struct NodeVerdict {
+    std::string node;
+    diag::Diagnosis diagnosis;
+    diag::EvidenceSet evidence;
+    bool culprit = false;
+};
+
+struct NodePlan {
+    std::string node;
+    std::string gpu;
+    std::string cause;
+    std::string rule;
+    std::vector<std::string> actions;  // in plan order; drain/reboot/reset_gpu/rma_ticket/...
+    std::string reason;                // "autoheal: faulty_gpu gpu=...: <evidence>"
+    std::vector<std::string> held;     // actions the breaker or the correlation held back
+};
+
+struct SwitchIncident {
+    std::string name;
+    std::vector<std::string> nodes;  // every node under it with a network cause in the window
+};
+
+struct JobDecision {
+    std::string cause = "unknown";
+    std::string rule;
+    double confidence = 0;
+    std::string summary;                    // "faulty_gpu on node2 (xid 79, GPU 0000:3b:00.0)"
+    std::vector<NodeVerdict> verdicts;      // one per reporting node
+    std::optional<NodeVerdict> job_output;  // the job's own output, when read
+    std::vector<std::string> culprits;
+    std::vector<NodePlan> plans;  // nodes with actions
+    std::optional<SwitchIncident> network;
+    bool breaker_open = false;
+    std::string breaker_note;
+    std::vector<std::string> quarantine;  // culprits left in service: soft-avoid them
+    bool requeue = false;
+    std::vector<std::string> exclude;  // the job's excluded nodes after this decision
+    std::string explanation;           // one line for the user (AdminComment)
+};
+
+struct DecisionInput {
+    JobFacts job;
+    std::vector<NodeReport> reports;
+    ClusterView cluster;
+    const diag::RuleSet* rules = nullptr;
+    const diag::Scanner* scanner = nullptr;
+    const RemediationConfig* config = nullptr;
+    // Escalation history per node; may be empty.
+    std::vector<std::pair<std::string, std::vector<diag::HistoryRecord>>> history;
+};
+
+JobDecision Decide(const DecisionInput& input);
+
+// Short evidence words for a diagnosis: "xid 79, GPU 0000:3b:00.0" or the rule name.
+std::string DescribeEvidence(const diag::Diagnosis& d);
+
+// Nodes autoheal took out of service (our reason) since `since`.
+int NodesTakenOut(const std::vector<NodeInfo>& nodes, std::int64_t since);
+
+// The most nodes autoheal may hold out of service at once on a cluster of `total` nodes
+// (at least one: a small cluster can still lose its one broken node).
+int BreakerLimit(const BreakerConfig& config, int total);
+
+}  // namespace autoheal::remediation

@@ -1,0 +1,46 @@
+// Where a node epilog finds the evidence of a job's lifetime, read safely as root:
+// - the kernel log since the job started: the prolog records a cursor (the /dev/kmsg sequence
+//   number, or a log file's inode and size) and the epilog reads what came after it, capped;
+// - the tail of the job's stdout/stderr: opened without following any symlink (openat2
+//   RESOLVE_NO_SYMLINKS, else O_NOFOLLOW), only a regular file, never blocking on a FIFO,
+//   at most `max_bytes` from its end;
+// - NVML deltas: counters that grew between the prolog's snapshot and the epilog's, and GPUs
+//   that disappeared, written as log lines the shipped signatures match;
+// - the post-job health check's failures, as log lines too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autoheal/core/result.h"
+#include "autoheal/health/check.h"
+#include "autoheal/health/gpu_snapshot.h"
+
+namespace autoheal::remediation {
+
+// "kmsg:<seq>" or "file:<inode>:<size>"; empty when the log cannot be read.
+std::string KernelLogCursor(const std::string& source);
+
+// The kernel log after `cursor` (from `source`: "kmsg" or a file path), at most `max_bytes`
+// (the newest are kept). An empty or stale cursor (log rotated): everything readable, capped.
+// kmsg records become dmesg-style lines "[seconds.micro] message".
+Result<std::string> ReadKernelLogSince(const std::string& source, const std::string& cursor,
+                                       std::uint64_t max_bytes);
+
+// The last `max_bytes` of a regular file, opened as described above. Refuses symlinks (in any
+// component), FIFOs, devices and folders with an error naming the reason.
+Result<std::string> ReadFileTailSafely(const std::string& path, std::uint64_t max_bytes);
+
+// Slurm's filename patterns in --output/--error: %j %J %A %a %u %x %N %%; "\\" stops expansion.
+struct OutputPatternValues {
+    std::string job_id, array_job_id, array_task_id, user, job_name, first_node;
+};
+std::string ExpandOutputPattern(const std::string& pattern, const OutputPatternValues& v);
+
+std::vector<std::string> NvmlDeltaLines(const health::NodeSnapshot& before,
+                                        const health::NodeSnapshot& after);
+
+std::vector<std::string> HealthFailureLines(const health::HealthReport& report);
+
+}  // namespace autoheal::remediation

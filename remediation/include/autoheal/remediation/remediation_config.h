@@ -1,0 +1,65 @@
+// The `remediation:` section of autoheal.yaml: how the epilogs gather evidence, what they may do
+// to nodes and jobs, and the safety limits. Strict keys; errors name file:line:column.
+//
+// remediation:
+//   dry_run: false                 # decide and record everything, change nothing, open no ticket
+//   slurm_conf: /etc/slurm/slurm.conf   # default: $SLURM_CONF, else Slurm's default
+//   kernel_log: kmsg               # kmsg (/dev/kmsg) or a file such as /var/log/kern.log;
+//                                  # %n in a path is the node's name
+//   kernel_log_max_bytes: 8388608  # the most of the job's kernel log window that is read
+//   job_output_max_bytes: 1048576  # the tail of the job's stdout/stderr that is read
+//   results_wait_seconds: 30       # EpilogSlurmctld waits this long for the node epilogs
+//   requeue_delay_seconds: 2       # a requeued job may start this long after its old run ends
+//   gpu_reset_command: [nvidia-smi, --gpu-reset, -i, "{gpu}"]   # argv, no shell; {gpu} = PCI id
+//   quarantine_hours: 24           # soft-avoid culprits autoheal could not take out
+//   breaker: {max_fraction: 0.10, max_nodes: 16, window: 1h}
+//   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
+//   tickets: {...}                 # sinks, see tickets.h
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autoheal/core/result.h"
+
+namespace autoheal::remediation {
+
+struct BreakerConfig {
+    double max_fraction = 0.10;          // of the cluster's nodes
+    int max_nodes = 16;                  // absolute
+    std::int64_t window_seconds = 3600;  // nodes autoheal took out within this window count
+};
+
+struct CorrelationConfig {
+    std::int64_t window_seconds = 600;
+    int min_nodes = 2;
+};
+
+struct RemediationConfig {
+    bool dry_run = false;
+    std::string slurm_conf;  // empty: $SLURM_CONF, else Slurm's default
+    std::string kernel_log = "kmsg";
+    std::uint64_t kernel_log_max_bytes = 8u << 20;
+    std::uint64_t job_output_max_bytes = 1u << 20;
+    double results_wait_seconds = 30;
+    int requeue_delay_seconds = 2;
+    std::vector<std::string> gpu_reset_command = {"nvidia-smi", "--gpu-reset", "-i", "{gpu}"};
+    double quarantine_hours = 24;
+    BreakerConfig breaker;
+    CorrelationConfig correlation;
+    YAML::Node tickets;  // parsed by ParseTicketConfig (tickets.h)
+};
+
+Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
+                                                 const std::string& source);
+
+// "30s", "10m", "1h", "30d" or plain seconds.
+Result<std::int64_t> ParseDurationSeconds(const std::string& text);
+
+// The kernel log setting for one node: %n replaced by its name.
+std::string KernelLogFor(const RemediationConfig& config, const std::string& node);
+
+}  // namespace autoheal::remediation

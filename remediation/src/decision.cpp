@@ -1,0 +1,340 @@
+#include "autoheal/remediation/decision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "autoheal/diag/taxonomy.h"
+
+namespace autoheal::remediation {
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void AddUnique(std::vector<std::string>* v, const std::string& s) {
+    if (!s.empty() && !Contains(*v, s)) v->push_back(s);
+}
+
+std::string Join(const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& l : lines) {
+        text += l;
+        text += '\n';
+    }
+    return text;
+}
+
+bool IsInfrastructure(const std::string& cause) {
+    const diag::CauseInfo* info = diag::FindCause(cause);
+    return info != nullptr && info->infrastructure;
+}
+
+// A cause that blames the node it was seen on. An NCCL timeout is seen on every rank and blames
+// none of them; "unknown" blames nothing.
+bool BlamesNode(const diag::Diagnosis& d) {
+    return !d.rule.empty() && IsInfrastructure(d.cause) && d.cause != "nccl_timeout" &&
+           d.cause != "unknown";
+}
+
+bool IsNetworkCause(const std::string& cause) {
+    const diag::CauseInfo* info = diag::FindCause(cause);
+    return info != nullptr && info->category == "network";
+}
+
+int Priority(const diag::Diagnosis& d) {
+    return d.findings.empty() ? 0 : d.findings.front().priority;
+}
+
+NodeVerdict DiagnoseSources(
+    const DecisionInput& in, const std::string& node,
+    const std::vector<std::pair<std::string, const std::vector<std::string>*>>& sources,
+    const std::vector<diag::HistoryRecord>& history) {
+    NodeVerdict v;
+    v.node = node;
+    for (const auto& [name, lines] : sources) {
+        in.scanner->ScanText(Join(*lines), name, &v.evidence);
+    }
+    diag::Analyze(&v.evidence);
+    diag::DiagnoseOptions options;
+    options.node = node;
+    options.job = in.job.job;
+    options.history = history;
+    options.now = in.cluster.now;
+    v.diagnosis = diag::Diagnose(*in.rules, v.evidence, options);
+    if (v.diagnosis.culprit.node.empty()) v.diagnosis.culprit.node = node;
+    return v;
+}
+
+std::string ShortText(std::string s, std::size_t max) {
+    for (char& c : s) {
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    }
+    if (s.size() > max) s = s.substr(0, max - 3) + "...";
+    return s;
+}
+
+}  // namespace
+
+std::string DescribeEvidence(const diag::Diagnosis& d) {
+    std::vector<std::string> parts;
+    for (const diag::Evidence& e : d.evidence) {
+        if (auto xid = e.Field("xid")) {
+            AddUnique(&parts, "xid " + std::string(*xid));
+            break;
+        }
+    }
+    if (parts.empty() && !d.rule.empty()) parts.push_back(d.rule);
+    if (!d.culprit.gpu.empty()) parts.push_back("GPU " + d.culprit.gpu);
+    std::string out;
+    for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+    return out;
+}
+
+int NodesTakenOut(const std::vector<NodeInfo>& nodes, std::int64_t since) {
+    int n = 0;
+    for (const NodeInfo& node : nodes) {
+        if ((node.Out() || node.reboot_pending) && node.ReasonIsOurs() &&
+            node.reason_time >= since) {
+            ++n;
+        }
+    }
+    return n;
+}
+
+int BreakerLimit(const BreakerConfig& config, int total) {
+    const int by_fraction = static_cast<int>(std::floor(config.max_fraction * total + 1e-9));
+    return std::max(1, std::min(config.max_nodes, by_fraction));
+}
+
+JobDecision Decide(const DecisionInput& in) {
+    JobDecision out;
+    const RemediationConfig& config = *in.config;
+    std::map<std::string, const std::vector<diag::HistoryRecord>*> history;
+    for (const auto& [node, records] : in.history) history[node] = &records;
+    static const std::vector<diag::HistoryRecord> kNoHistory;
+
+    // 1. Each node's own evidence; 2. the job's output.
+    std::vector<std::string> job_output;
+    for (const NodeReport& r : in.reports) {
+        auto h = history.find(r.node);
+        out.verdicts.push_back(DiagnoseSources(
+            in, r.node, {{"kernel", &r.kernel}, {"nvml", &r.nvml}, {"health", &r.health}},
+            h == history.end() ? kNoHistory : *h->second));
+        if (r.job_output_read)
+            job_output.insert(job_output.end(), r.job_output.begin(), r.job_output.end());
+    }
+    if (!job_output.empty()) {
+        out.job_output = DiagnoseSources(in, "", {{"job-output", &job_output}}, kNoHistory);
+        out.job_output->diagnosis.culprit.node.clear();
+        // The job's output may name a host (NCCL, "fallen off the bus" from one rank).
+        const diag::Diagnosis& jd = out.job_output->diagnosis;
+        for (const diag::Evidence& e : jd.evidence) {
+            if (auto host = e.Field("host")) {
+                if (Contains(in.job.nodes, std::string(*host))) {
+                    out.job_output->diagnosis.culprit.node = std::string(*host);
+                    break;
+                }
+            }
+        }
+    }
+
+    // 3. Culprits and the job's cause.
+    const NodeVerdict* deciding = nullptr;
+    for (NodeVerdict& v : out.verdicts) {
+        if (!BlamesNode(v.diagnosis)) continue;
+        v.culprit = true;
+        out.culprits.push_back(v.node);
+        if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
+            deciding = &v;
+        }
+    }
+    if (deciding == nullptr && out.job_output && !out.job_output->diagnosis.rule.empty()) {
+        deciding = &*out.job_output;
+        const std::string& named = out.job_output->diagnosis.culprit.node;
+        if (!named.empty() && BlamesNode(out.job_output->diagnosis))
+            AddUnique(&out.culprits, named);
+    }
+    if (deciding == nullptr) {
+        // Nothing on any node or in the output: the strongest finding anywhere, if any.
+        for (const NodeVerdict& v : out.verdicts) {
+            if (v.diagnosis.rule.empty()) continue;
+            if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
+                deciding = &v;
+            }
+        }
+    }
+    bool requeue_by_rule = false;
+    if (deciding != nullptr) {
+        const diag::Diagnosis& d = deciding->diagnosis;
+        out.cause = d.cause;
+        out.rule = d.rule;
+        out.confidence = d.confidence;
+        requeue_by_rule = d.requeue;
+        std::string where;
+        if (!out.culprits.empty()) {
+            for (const std::string& c : out.culprits) where += (where.empty() ? "" : ",") + c;
+        }
+        out.summary = out.cause + (where.empty() ? "" : " on " + where);
+        const std::string ev = DescribeEvidence(d);
+        if (!ev.empty()) out.summary += " (" + ev + ")";
+    }
+    // A user bug seen in the job's output outranks infrastructure hints that blame no node.
+    if (out.culprits.empty() && out.job_output && out.job_output->diagnosis.cause == "user_error") {
+        out.cause = "user_error";
+        out.rule = out.job_output->diagnosis.rule;
+        out.confidence = out.job_output->diagnosis.confidence;
+        requeue_by_rule = false;
+        std::string line;
+        if (!out.job_output->diagnosis.evidence.empty()) {
+            line = ": " + ShortText(out.job_output->diagnosis.evidence.front().text, 120);
+        }
+        out.summary = "user_error" + line;
+    }
+
+    // Node plans: every node whose own evidence calls for actions, culprit or not (a job that
+    // succeeded can still have seen its GPU fail).
+    for (const NodeVerdict& v : out.verdicts) {
+        const diag::Diagnosis& d = v.diagnosis;
+        if (d.actions.empty() || d.rule.empty()) continue;
+        NodePlan plan;
+        plan.node = v.node;
+        plan.gpu = d.culprit.gpu;
+        plan.cause = d.cause;
+        plan.rule = d.rule;
+        plan.actions = d.actions;
+        std::string reason = std::string(kReasonPrefix) + " " + d.cause;
+        if (!d.culprit.gpu.empty()) reason += " gpu=" + d.culprit.gpu;
+        reason += " (" + DescribeEvidence(d) + ") job " + in.job.job;
+        plan.reason = reason.size() > 200 ? reason.substr(0, 200) : reason;
+        out.plans.push_back(std::move(plan));
+    }
+
+    // 4. Network correlation under one leaf switch.
+    std::set<std::string> network_nodes;
+    for (const NodeVerdict& v : out.verdicts) {
+        if (!v.diagnosis.rule.empty() && IsNetworkCause(v.diagnosis.cause)) {
+            network_nodes.insert(v.node);
+        }
+    }
+    if (!network_nodes.empty()) {
+        std::set<std::string> recent;
+        for (const diag::HistoryRecord& h : in.cluster.recent) {
+            if (IsNetworkCause(h.cause) &&
+                h.time >= in.cluster.now - config.correlation.window_seconds) {
+                recent.insert(h.node);
+            }
+        }
+        for (const SwitchInfo& sw : in.cluster.switches) {
+            if (sw.level != 0) continue;
+            std::vector<std::string> hit;
+            bool ours = false;
+            for (const std::string& n : sw.nodes) {
+                if (network_nodes.count(n) != 0) ours = true;
+                if (network_nodes.count(n) != 0 || recent.count(n) != 0) hit.push_back(n);
+            }
+            if (ours && static_cast<int>(hit.size()) >= config.correlation.min_nodes) {
+                out.network = SwitchIncident{sw.name, hit};
+                break;
+            }
+        }
+        if (out.network) {
+            for (NodePlan& p : out.plans) {
+                if (!Contains(out.network->nodes, p.node) || !IsNetworkCause(p.cause)) continue;
+                std::vector<std::string> kept;
+                for (const std::string& a : p.actions) {
+                    if (a == "network_ticket" || a == "rma_ticket") {
+                        p.held.push_back(a + " (one ticket for switch " + out.network->name + ")");
+                    } else {
+                        kept.push_back(a);
+                    }
+                }
+                p.actions = kept;
+            }
+            out.summary = "network_switch_cable on switch " + out.network->name + " (nodes ";
+            for (std::size_t i = 0; i < out.network->nodes.size(); ++i) {
+                out.summary += (i ? "," : "") + out.network->nodes[i];
+            }
+            out.summary += ")";
+            for (const std::string& n : out.network->nodes) {
+                if (Contains(in.job.nodes, n)) AddUnique(&out.culprits, n);
+            }
+        }
+    }
+
+    // 5. The breaker: only actions that take a node out of service count.
+    const int total = static_cast<int>(in.cluster.nodes.size());
+    const int limit = BreakerLimit(config.breaker, std::max(total, 1));
+    int out_now = NodesTakenOut(in.cluster.nodes, in.cluster.now - config.breaker.window_seconds);
+    std::set<std::string> already_out;
+    for (const NodeInfo& n : in.cluster.nodes) {
+        if (n.Out() || n.reboot_pending) already_out.insert(n.name);
+    }
+    for (NodePlan& p : out.plans) {
+        const bool takes_out = Contains(p.actions, "drain") || Contains(p.actions, "reboot") ||
+                               Contains(p.actions, "reset_gpu");
+        if (!takes_out || already_out.count(p.node) != 0) continue;
+        if (out_now + 1 <= limit) {
+            ++out_now;
+            continue;
+        }
+        out.breaker_open = true;
+        for (const std::string& a : p.actions) p.held.push_back(a + " (breaker)");
+        p.actions.clear();
+        AddUnique(&out.quarantine, p.node);
+    }
+    if (out.breaker_open) {
+        out.breaker_note = "breaker open: " + std::to_string(out_now) + " of " +
+                           std::to_string(total) + " nodes already taken out by autoheal (limit " +
+                           std::to_string(limit) + "); node actions held, admins alerted";
+    }
+
+    // 6. Requeue.
+    out.exclude = in.job.excluded;
+    for (const std::string& c : out.culprits) AddUnique(&out.exclude, c);
+    const bool infra = IsInfrastructure(out.cause) && out.cause != "user_error";
+    const int cap = in.job.auto_resume.value_or(0);
+    const std::string restarts =
+        std::to_string(in.job.restart_count + 1) + "/" + std::to_string(cap);
+    const std::string excluded_words = out.culprits.empty() ? std::string() : "; excluded " + [&] {
+        std::string s;
+        for (const std::string& c : out.culprits) s += (s.empty() ? "" : ",") + c;
+        return s;
+    }();
+    if (!in.job.failed) {
+        out.requeue = false;
+        if (!out.plans.empty()) {
+            out.explanation =
+                "autoheal: job ended normally; " + out.summary + " seen on its nodes and handled";
+        }
+    } else if (!in.job.auto_resume) {
+        out.explanation = "autoheal: " + (out.summary.empty() ? "no cause found" : out.summary) +
+                          "; not requeued: the job did not ask for --auto-resume";
+    } else if (out.cause == "user_error") {
+        out.explanation = "autoheal: not requeued: the job failed by itself (" + out.summary + ")";
+    } else if (!infra || !requeue_by_rule) {
+        out.explanation = "autoheal: not requeued: " +
+                          (out.summary.empty() ? std::string("no infrastructure fault found")
+                                               : out.summary +
+                                                     " is not an infrastructure fault "
+                                                     "autoheal requeues for");
+    } else if (in.job.restart_count >= cap) {
+        out.explanation = "autoheal: not requeued: " + out.summary + ", but the job already " +
+                          "restarted " + std::to_string(in.job.restart_count) + "/" +
+                          std::to_string(cap) + " times (--auto-resume=" + std::to_string(cap) +
+                          ")";
+    } else if (!in.job.requeueable) {
+        out.explanation = "autoheal: not requeued: " + out.summary +
+                          ", but the job is not "
+                          "requeueable (--no-requeue)";
+    } else {
+        out.requeue = true;
+        out.explanation =
+            "autoheal: requeued " + restarts + " after " + out.summary + excluded_words;
+    }
+    return out;
+}
+
+}  // namespace autoheal::remediation

@@ -1,0 +1,330 @@
+#include "autoheal/remediation/evidence_sources.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+
+namespace autoheal::remediation {
+namespace {
+
+class Fd {
+  public:
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+struct KmsgRecord {
+    std::uint64_t seq = 0;
+    std::string line;
+};
+
+// Reads every record /dev/kmsg still holds (non-blocking), calling `f` for each.
+template <typename F>
+bool ForEachKmsgRecord(F f) {
+    Fd fd(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (fd.get() < 0) return false;
+    std::string buf(8192, '\0');
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EPIPE) continue;  // records were overwritten: go on with the next
+            break;                         // EAGAIN: no more records
+        }
+        if (n == 0) break;
+        std::string_view rec(buf.data(), static_cast<std::size_t>(n));
+        const std::size_t semi = rec.find(';');
+        if (semi == std::string_view::npos) continue;
+        // prefix: "prio,seq,usec,flags[,...]"
+        std::string_view prefix = rec.substr(0, semi);
+        std::uint64_t fields[3] = {0, 0, 0};
+        std::size_t pos = 0;
+        for (int i = 0; i < 3; ++i) {
+            const std::size_t comma = prefix.find(',', pos);
+            fields[i] =
+                std::strtoull(std::string(prefix.substr(pos, comma - pos)).c_str(), nullptr, 10);
+            if (comma == std::string_view::npos) break;
+            pos = comma + 1;
+        }
+        std::string_view msg = rec.substr(semi + 1);
+        const std::size_t nl = msg.find('\n');  // continuation lines (" KEY=value") follow
+        if (nl != std::string_view::npos) msg = msg.substr(0, nl);
+        char stamp[48];
+        std::snprintf(stamp, sizeof stamp, "[%llu.%06llu] ",
+                      static_cast<unsigned long long>(fields[2] / 1000000),
+                      static_cast<unsigned long long>(fields[2] % 1000000));
+        f(KmsgRecord{fields[1], std::string(stamp) + std::string(msg)});
+    }
+    return true;
+}
+
+void KeepTail(std::string* text, std::uint64_t max_bytes) {
+    if (text->size() <= max_bytes) return;
+    std::size_t cut = text->size() - max_bytes;
+    const std::size_t nl = text->find('\n', cut);
+    cut = nl == std::string::npos ? cut : nl + 1;
+    text->erase(0, cut);
+}
+
+Result<std::string> ReadRange(int fd, std::uint64_t from, std::uint64_t to) {
+    std::string out;
+    out.resize(static_cast<std::size_t>(to - from));
+    std::size_t got = 0;
+    while (got < out.size()) {
+        const ssize_t n =
+            ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(from + got));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return MakeError(std::string("read: ") + std::strerror(errno));
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    out.resize(got);
+    return out;
+}
+
+}  // namespace
+
+std::string KernelLogCursor(const std::string& source) {
+    if (source == "kmsg") {
+        std::uint64_t last = 0;
+        bool any = false;
+        if (!ForEachKmsgRecord([&](const KmsgRecord& r) {
+                last = r.seq;
+                any = true;
+            })) {
+            return "";
+        }
+        return "kmsg:" + std::to_string(any ? last : 0);
+    }
+    struct stat st {};
+    if (::stat(source.c_str(), &st) != 0) return "file:0:0";  // not there yet: all of it
+    return "file:" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size);
+}
+
+Result<std::string> ReadKernelLogSince(const std::string& source, const std::string& cursor,
+                                       std::uint64_t max_bytes) {
+    if (source == "kmsg") {
+        std::uint64_t after = 0;
+        bool have_cursor = cursor.rfind("kmsg:", 0) == 0;
+        if (have_cursor) after = std::strtoull(cursor.c_str() + 5, nullptr, 10);
+        std::string text;
+        if (!ForEachKmsgRecord([&](const KmsgRecord& r) {
+                if (have_cursor && r.seq <= after) return;
+                text += r.line;
+                text += '\n';
+                if (text.size() > 2 * max_bytes) KeepTail(&text, max_bytes);
+            })) {
+            return MakeError(std::string("/dev/kmsg: ") + std::strerror(errno));
+        }
+        KeepTail(&text, max_bytes);
+        return text;
+    }
+    Fd fd(::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (fd.get() < 0) {
+        if (errno == ENOENT) return std::string();
+        return MakeError(source + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return MakeError(source + ": not a regular file");
+    }
+    std::uint64_t from = 0;
+    unsigned long long ino = 0, size = 0;
+    if (std::sscanf(cursor.c_str(), "file:%llu:%llu", &ino, &size) == 2 && ino == st.st_ino &&
+        size <= static_cast<unsigned long long>(st.st_size)) {
+        from = size;
+    }
+    const auto end = static_cast<std::uint64_t>(st.st_size);
+    if (end - from > max_bytes) from = end - max_bytes;
+    auto text = ReadRange(fd.get(), from, end);
+    if (!text) return MakeError(source + ": " + text.error());
+    std::string out = std::move(text).value();
+    if (from > 0 && from != size) {  // cut mid-line: drop the partial first line
+        const std::size_t nl = out.find('\n');
+        out.erase(0, nl == std::string::npos ? out.size() : nl + 1);
+    }
+    return out;
+}
+
+Result<std::string> ReadFileTailSafely(const std::string& path, std::uint64_t max_bytes) {
+    if (path.empty() || path.front() != '/') return MakeError(path + ": not an absolute path");
+    open_how how{};
+    how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    int raw = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+    if (raw < 0 && (errno == ENOSYS || errno == EPERM)) {  // pre-5.6 kernel or seccomp
+        raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    }
+    if (raw < 0) {
+        if (errno == ELOOP) return MakeError(path + ": is or passes through a symlink: not read");
+        return MakeError(path + ": " + std::strerror(errno));
+    }
+    Fd fd(raw);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return MakeError(path + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) return MakeError(path + ": not a regular file: not read");
+    const auto end = static_cast<std::uint64_t>(st.st_size);
+    const std::uint64_t from = end > max_bytes ? end - max_bytes : 0;
+    auto text = ReadRange(fd.get(), from, end);
+    if (!text) return MakeError(path + ": " + text.error());
+    std::string out = std::move(text).value();
+    if (from > 0) {
+        const std::size_t nl = out.find('\n');
+        out.erase(0, nl == std::string::npos ? out.size() : nl + 1);
+    }
+    return out;
+}
+
+std::string ExpandOutputPattern(const std::string& pattern, const OutputPatternValues& v) {
+    if (pattern.find('\\') != std::string::npos) {  // Slurm: a backslash disables expansion
+        std::string out;
+        for (char c : pattern) {
+            if (c != '\\') out += c;
+        }
+        return out;
+    }
+    std::string out;
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] != '%' || i + 1 >= pattern.size()) {
+            out += pattern[i];
+            continue;
+        }
+        // Optional zero-padding width: %5j.
+        std::size_t j = i + 1;
+        int width = 0;
+        while (j < pattern.size() && pattern[j] >= '0' && pattern[j] <= '9' && width < 10) {
+            width = width * 10 + (pattern[j] - '0');
+            ++j;
+        }
+        if (j >= pattern.size()) {
+            out += pattern.substr(i);
+            break;
+        }
+        auto pad = [&](const std::string& s) {
+            return s.size() < static_cast<std::size_t>(width)
+                       ? std::string(static_cast<std::size_t>(width) - s.size(), '0') + s
+                       : s;
+        };
+        switch (pattern[j]) {
+            case 'j':
+            case 'J':
+                out += pad(v.job_id);
+                break;
+            case 'A':
+                out += pad(v.array_job_id.empty() ? v.job_id : v.array_job_id);
+                break;
+            case 'a':
+                out += pad(v.array_task_id);
+                break;
+            case 'u':
+                out += v.user;
+                break;
+            case 'x':
+                out += v.job_name;
+                break;
+            case 'N':
+            case 'n':
+                out += v.first_node;
+                break;
+            case '%':
+                out += '%';
+                break;
+            default:
+                out += pattern.substr(i, j - i + 1);
+                break;
+        }
+        i = j;
+    }
+    return out;
+}
+
+std::vector<std::string> NvmlDeltaLines(const health::NodeSnapshot& before,
+                                        const health::NodeSnapshot& after) {
+    std::vector<std::string> lines;
+    if (!before.driver_present || !after.driver_present) return lines;
+    std::map<std::string, const health::GpuSnapshot*> now;
+    for (const auto& g : after.gpus) now[g.pci_bus_id] = &g;
+    auto grew = [&](const std::string& pci, const char* counter, std::uint64_t a, std::uint64_t b) {
+        if (b <= a) return;
+        lines.push_back("autoheal-nvml: gpu " + pci + " " + counter + " increased by " +
+                        std::to_string(b - a) + " (from " + std::to_string(a) + " to " +
+                        std::to_string(b) + ") during the job");
+    };
+    for (const auto& g : before.gpus) {
+        auto it = now.find(g.pci_bus_id);
+        if (it == now.end()) {
+            // The form nvidia-smi prints, which the nvml-gpu-lost signature matches.
+            lines.push_back("Unable to determine the device handle for GPU" + g.pci_bus_id +
+                            ": GPU is lost");
+            continue;
+        }
+        const health::GpuSnapshot& a = *it->second;
+        const std::string& pci = g.pci_bus_id;
+        auto cmp = [&](const char* name, const std::optional<std::uint64_t>& x,
+                       const std::optional<std::uint64_t>& y) {
+            if (x && y) grew(pci, name, *x, *y);
+        };
+        cmp("ecc_uncorrected_volatile", g.ecc_uncorrected_volatile, a.ecc_uncorrected_volatile);
+        cmp("ecc_uncorrected_sram", g.ecc_uncorrected_sram, a.ecc_uncorrected_sram);
+        cmp("ecc_uncorrected_dram", g.ecc_uncorrected_dram, a.ecc_uncorrected_dram);
+        if (g.retired_pages_dbe && a.retired_pages_dbe) {
+            grew(pci, "retired_pages_dbe", *g.retired_pages_dbe, *a.retired_pages_dbe);
+        }
+        if (g.remapped_rows && a.remapped_rows) {
+            grew(pci, "remapped_rows_uncorrectable", g.remapped_rows->uncorrectable,
+                 a.remapped_rows->uncorrectable);
+            if (!g.remapped_rows->failure && a.remapped_rows->failure) {
+                lines.push_back("autoheal-nvml: gpu " + pci +
+                                " remapped_rows_failure appeared during the job");
+            }
+        }
+        if (a.recovery_action && *a.recovery_action != 0 &&
+            (!g.recovery_action || *g.recovery_action == 0)) {
+            lines.push_back("autoheal-nvml: gpu " + pci + " recovery_action " +
+                            std::to_string(*a.recovery_action) + " appeared during the job");
+        }
+        for (const auto& link : g.nvlinks) {
+            for (const auto& l2 : a.nvlinks) {
+                if (l2.link == link.link && link.active && !l2.active) {
+                    lines.push_back("autoheal-nvml: gpu " + pci + " nvlink " +
+                                    std::to_string(link.link) + " went down during the job");
+                }
+            }
+        }
+    }
+    return lines;
+}
+
+std::vector<std::string> HealthFailureLines(const health::HealthReport& report) {
+    std::vector<std::string> lines;
+    for (const health::CheckResult& r : report.results) {
+        if (r.status != health::Status::kFail) continue;
+        std::string line = "autoheal-health: check " + r.check + " failed";
+        if (!r.gpu.empty()) line += " on gpu " + r.gpu;
+        line += ": " + r.summary;
+        for (char& c : line) {
+            if (c == '\n' || c == '\r') c = ' ';
+        }
+        lines.push_back(std::move(line));
+    }
+    return lines;
+}
+
+}  // namespace autoheal::remediation

@@ -1,0 +1,503 @@
+// The fault-handling scenarios of issue 5 on the real local cluster (tests/cluster): faults are
+// injected where the hardware would report them — a line in the node's kernel log (the lab's
+// `kernel_log` file) — and the job fails the way a training job does. Everything after that is
+// autoheal's: the node epilogs gather evidence, EpilogSlurmctld decides, drains, reboots (the
+// lab's RebootProgram restarts the node's slurmd), opens tickets and requeues.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cluster_client.h"
+#include "http_server.h"
+
+namespace autoheal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string ReadAll(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void AppendLine(const std::string& path, const std::string& line) {
+    std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+std::string StateDir() { return ClusterDir() + "/state/autoheal"; }
+
+std::string Xid(int xid, const std::string& pci, const std::string& message) {
+    return "Nov 29 10:00:00 gpu-host kernel: NVRM: Xid (PCI:" + pci + "): " + std::to_string(xid) +
+           ", pid=4242, name=python3, " + message;
+}
+
+void InjectKernel(const std::string& node, const std::string& line) {
+    AppendLine(ClusterDir() + "/log/kern-" + node + ".log", line);
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    std::string part;
+    while (std::getline(in, part, sep)) {
+        if (!part.empty()) out.push_back(part);
+    }
+    return out;
+}
+
+// Hostlist expression of the lab (node[1-2], node3, node[1,3-4]) to names.
+std::vector<std::string> Nodes(const std::string& expr) {
+    std::vector<std::string> out;
+    std::smatch m;
+    if (std::regex_match(expr, m, std::regex(R"(node\[([0-9,\-]+)\])"))) {
+        for (const std::string& range : Split(m[1], ',')) {
+            const auto dash = range.find('-');
+            const int a = std::stoi(range.substr(0, dash));
+            const int b = dash == std::string::npos ? a : std::stoi(range.substr(dash + 1));
+            for (int i = a; i <= b; ++i) out.push_back("node" + std::to_string(i));
+        }
+    } else {
+        for (const std::string& n : Split(expr, ',')) out.push_back(n);
+    }
+    return out;
+}
+
+bool Finished(const std::string& id) {
+    const std::string s = ShowJob(id)["JobState"];
+    return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED";
+}
+
+// SQL against the incident store (read-only), one column of text per row.
+std::vector<std::string> Query(const std::string& sql) {
+    std::vector<std::string> rows;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2((StateDir() + "/incidents.sqlite").c_str(), &db, SQLITE_OPEN_READONLY,
+                        nullptr) != SQLITE_OK) {
+        sqlite3_close(db);
+        return rows;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const unsigned char* t = sqlite3_column_text(st, 0);
+            rows.emplace_back(t != nullptr ? reinterpret_cast<const char*>(t) : "");
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+}
+
+std::vector<std::string> SpoolTickets(const std::string& prefix) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(StateDir() + "/tickets", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind(prefix, 0) == 0) out.push_back(ReadAll(e.path().string()));
+    }
+    return out;
+}
+
+// The lab's autoheal.yaml, changed for one test and put back after it (the programs read it at
+// every run).
+class ConfigOverride {
+  public:
+    explicit ConfigOverride(const std::string& extra_remediation_lines)
+        : path_(ClusterDir() + "/etc/autoheal/autoheal.yaml"), saved_(ReadAll(path_)) {
+        std::string text = saved_;
+        const std::string anchor = "remediation:\n";
+        text.insert(text.find(anchor) + anchor.size(), extra_remediation_lines);
+        std::ofstream(path_) << text;
+    }
+    ~ConfigOverride() { std::ofstream(path_) << saved_; }
+
+  private:
+    std::string path_;
+    std::string saved_;
+};
+
+// A "training" job: a step every 0.1 s, a complete PyTorch distributed checkpoint (step_N with
+// .metadata written last) every 5 steps, resuming from AUTOHEAL_RESUME_CHECKPOINT. When the test
+// creates <fault>-<restart>, the job fails with `message` (as the framework would print it).
+struct TrainingJob {
+    std::string name;
+    int steps = 60;
+    std::string message = "RuntimeError: CUDA error: unspecified launch failure";
+
+    std::string ckpt() const { return ClusterDir() + "/state/e2e-" + name + "/ckpt"; }
+    std::string fault() const { return ClusterDir() + "/state/e2e-" + name + "/fault"; }
+    std::string output(const std::string& id) const {
+        return ClusterDir() + "/state/e2e-" + name + "/out-" + id + ".txt";
+    }
+    std::optional<std::string> Submit(std::vector<std::string> args) const {
+        fs::remove_all(ClusterDir() + "/state/e2e-" + name);
+        fs::create_directories(ckpt());
+        args.push_back("--ckpt-dir=" + ckpt());
+        args.push_back("--open-mode=append");
+        args.push_back("--output=" + ClusterDir() + "/state/e2e-" + name + "/out-%j.txt");
+        std::string script =
+            "#!/bin/bash\n"
+            "step=0\n"
+            "if [ -n \"$AUTOHEAL_RESUME_CHECKPOINT\" ]; then\n"
+            "  step=${AUTOHEAL_RESUME_CHECKPOINT##*step_}\n"
+            "  echo \"resumed at step $step from $AUTOHEAL_RESUME_CHECKPOINT\"\n"
+            "fi\n"
+            "echo \"run restart=$AUTOHEAL_RESTART_COUNT nodes=$SLURM_JOB_NODELIST "
+            "last=[$AUTOHEAL_LAST_FAILURE] excluded=[$AUTOHEAL_EXCLUDED_NODES]\"\n"
+            "while [ $step -lt " +
+            std::to_string(steps) +
+            " ]; do\n"
+            "  step=$((step + 1)); sleep 0.1\n"
+            "  if [ $((step % 5)) -eq 0 ]; then\n"
+            "    d=" +
+            ckpt() +
+            "/step_$step; mkdir -p $d\n"
+            "    echo w > $d/__0_0.distcp; echo m > $d/.metadata; echo \"checkpoint $step\"\n"
+            "  fi\n"
+            "  if [ -e " +
+            fault() +
+            "-${SLURM_RESTART_COUNT:-0} ]; then\n"
+            "    cat <<'MSG'\n" +
+            message +
+            "\nMSG\n"
+            "    exit 1\n"
+            "  fi\n"
+            "done\n"
+            "echo \"completed at step $step\"\n";
+        CommandResult r;
+        auto id = autoheal::testing::Submit(args, script, &r);
+        EXPECT_TRUE(id.has_value()) << r.err;
+        return id;
+    }
+    // Waits for the run to have written checkpoint `step`, then injects and fails it.
+    void FailRun(const std::string& id, int restart, int step,
+                 const std::function<void(const std::vector<std::string>& nodes)>& inject) const {
+        ASSERT_TRUE(WaitUntil([&] {
+            return ReadAll(output(id)).find("checkpoint " + std::to_string(step)) !=
+                   std::string::npos;
+        })) << ReadAll(output(id));
+        inject(Nodes(ShowJob(id)["NodeList"]));
+        std::ofstream(fault() + "-" + std::to_string(restart)) << "x";
+    }
+};
+
+// What autoheal told the user about the job's last end: the line it appended to the job's
+// output (every decision), else the AdminComment (set on a requeue; Slurm refuses updates to a
+// finished job).
+std::string Explanation(const TrainingJob& job, const std::string& id) {
+    std::string last;
+    std::istringstream in(ReadAll(job.output(id)));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("autoheal: ", 0) == 0) last = line;
+    }
+    return last.empty() ? JobField(id, "AdminComment") : last;
+}
+
+// Puts every node back in service and clears what autoheal keeps between jobs, so each
+// scenario starts from a healthy cluster with no history.
+void ResetCluster() {
+    for (int i = 1; i <= 4; ++i) {
+        const std::string node = "node" + std::to_string(i);
+        auto n = ShowNode(node);
+        if (n["State"].find("DRAIN") != std::string::npos ||
+            n["State"].find("DOWN") != std::string::npos ||
+            n["State"].find("REBOOT") != std::string::npos) {
+            RunCommand({"scontrol", "update", "nodename=" + node, "state=resume"});
+        }
+    }
+    fs::remove(StateDir() + "/quarantine.json");
+    fs::remove(StateDir() + "/incidents.sqlite");
+    fs::remove(StateDir() + "/incidents.sqlite-wal");
+    fs::remove(StateDir() + "/incidents.sqlite-shm");
+    fs::remove_all(StateDir() + "/tickets");
+    ASSERT_TRUE(WaitUntil(
+        [] {
+            for (int i = 1; i <= 4; ++i) {
+                if (ShowNode("node" + std::to_string(i))["State"] != "IDLE") return false;
+            }
+            return true;
+        },
+        std::chrono::seconds(60)));
+}
+
+class E2E : public ::testing::Test {
+  protected:
+    void SetUp() override { ResetCluster(); }
+    void TearDown() override {
+        for (const std::string& id : jobs_) RunCommand({"scancel", id});
+        WaitUntil([&] {
+            for (const std::string& id : jobs_) {
+                if (!Finished(id)) return false;
+            }
+            return true;
+        });
+        ResetCluster();
+    }
+    std::optional<std::string> Track(std::optional<std::string> id) {
+        if (id) jobs_.push_back(*id);
+        return id;
+    }
+    std::vector<std::string> jobs_;
+};
+
+// 1. Xid 79 mid-job: the node is drained and rebooted per the rules, the job requeued once
+//    excluding it, resumed from its last complete checkpoint, and completed.
+TEST_F(E2E, Xid79MidJobRequeuesOnceExcludingTheNodeAndResumes) {
+    TrainingJob job{"xid79"};
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string culprit;
+    job.FailRun(*id, 0, 10, [&](const std::vector<std::string>& nodes) {
+        culprit = nodes.back();
+        InjectKernel(culprit, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(90)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadAll(job.output(*id));
+    auto info = ShowJob(*id);
+    EXPECT_EQ(info["Restarts"], "1");
+    EXPECT_EQ(info["ExcNodeList"], culprit);
+    EXPECT_THAT(Nodes(info["NodeList"]), Not(::testing::Contains(culprit)));
+    EXPECT_EQ(Explanation(job, *id), "autoheal: requeued 1/3 after faulty_gpu on " + culprit +
+                                         " (xid 79, GPU 0000:3b:00.0); excluded " + culprit);
+    const std::string out = ReadAll(job.output(*id));
+    EXPECT_THAT(out, HasSubstr("resumed at step 10 from " + job.ckpt() + "/step_10"));
+    EXPECT_THAT(out, HasSubstr("last=[autoheal: requeued 1/3 after faulty_gpu on " + culprit));
+    EXPECT_THAT(out, HasSubstr("excluded=[" + culprit + "]"));
+    EXPECT_THAT(out, HasSubstr("completed at step 60"));
+    // Drained, then rebooted (the lab's RebootProgram ran for that node).
+    EXPECT_THAT(ReadAll(ClusterDir() + "/log/reboots.log"), HasSubstr("reboot " + culprit));
+    EXPECT_THAT(
+        Query("SELECT action || ' ' || target || ' ' || outcome FROM actions"),
+        ::testing::IsSupersetOf({"drain " + culprit + " done", "reboot " + culprit + " done",
+                                 "requeue " + *id + "/run0 done"}));
+    EXPECT_EQ(Query("SELECT cause FROM incidents WHERE node = '" + culprit + "'"),
+              std::vector<std::string>{"faulty_gpu"});
+}
+
+// 2a. The job's own Python exception: no node action, no requeue, a clear explanation.
+TEST_F(E2E, PythonExceptionIsTheJobsOwnBug) {
+    TrainingJob job{"pyerr"};
+    job.message =
+        "Traceback (most recent call last):\n  File \"train.py\", line 42, in <module>\n"
+        "    loss = model(batch) / n\nZeroDivisionError: division by zero";
+    auto id = Track(job.Submit({"-N", "1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {});
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }))
+        << ShowJob(*id)["JobState"];
+    EXPECT_EQ(ShowJob(*id)["JobState"], "FAILED");
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    EXPECT_THAT(Explanation(job, *id),
+                HasSubstr("autoheal: not requeued: the job failed by itself (user_error"));
+    EXPECT_THAT(Explanation(job, *id), HasSubstr("ZeroDivisionError"));
+    EXPECT_TRUE(Query("SELECT action FROM actions WHERE action IN ('drain','reboot')").empty());
+}
+
+// 2b. An Xid 13 burst (the application's illegal address): the GPU is fine, the job is not.
+TEST_F(E2E, Xid13BurstIsNotTheNodesFault) {
+    TrainingJob job{"xid13"};
+    job.message = "RuntimeError: CUDA error: an illegal memory access was encountered";
+    auto id = Track(job.Submit({"-N", "1", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string node;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        node = nodes.front();
+        for (int i = 0; i < 5; ++i) {
+            InjectKernel(node, Xid(13, "0000:3b:00",
+                                   "Graphics SM Warp Exception on (GPC 1, TPC 2, "
+                                   "SM 0): Out Of Range Address"));
+        }
+    });
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    EXPECT_THAT(Explanation(job, *id), HasSubstr("not requeued: the job failed by itself"));
+    EXPECT_EQ(ShowNode(node)["State"], "IDLE");
+    EXPECT_TRUE(Query("SELECT action FROM actions WHERE action IN ('drain','reboot')").empty());
+}
+
+// 3. NCCL watchdog timeouts on every rank, hardware evidence on one node: only it is blamed.
+TEST_F(E2E, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidence) {
+    TrainingJob job{"nccl"};
+    std::string msg;
+    for (int rank = 0; rank < 4; ++rank) {
+        msg += "[rank" + std::to_string(rank) +
+               "]:[E1129 11:38:40.882201 88201 ProcessGroupNCCL.cpp:616] [Rank " +
+               std::to_string(rank) +
+               "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15804, "
+               "OpType=ALLREDUCE, NumelIn=25165824, NumelOut=25165824, Timeout(ms)=600000) ran for "
+               "600047 milliseconds before timing out.\n";
+    }
+    job.message = msg + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError";
+    auto id = Track(job.Submit({"-N", "4", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {
+        InjectKernel("node3", Xid(79, "0000:5d:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], "node3");
+    EXPECT_THAT(Explanation(job, *id),
+                HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:5d:00.0); "
+                          "excluded node3"));
+    EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE action = 'drain'"),
+              std::vector<std::string>{"node3"});
+}
+
+// 4. Two nodes under one leaf switch lose their network at once: one network incident naming
+//    the switch and one network ticket; no node RMAs, no drains.
+TEST_F(E2E, TwoNodesUnderOneLeafLosingNetworkIsOneSwitchIncident) {
+    TrainingJob job{"net"};
+    job.message =
+        "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<59632> with error 12, "
+        "opcode 0, len 0, vendor err 129 (Recv)";
+    auto id = Track(job.Submit({"-N", "2", "--switches=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::vector<std::string> hit;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        hit = nodes;
+        for (const std::string& n : nodes) {
+            InjectKernel(n,
+                         "Nov 29 10:00:00 gpu-host kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 "
+                         "Link DOWN");
+        }
+    });
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
+    const std::string leaf = hit.front() == "node1" || hit.front() == "node2" ? "leaf1" : "leaf2";
+    EXPECT_EQ(Query("SELECT node FROM incidents WHERE rule = 'leaf-switch-correlation'"),
+              std::vector<std::string>{leaf});
+    const auto network = SpoolTickets("network-");
+    ASSERT_EQ(network.size(), 1u);
+    EXPECT_THAT(network.front(), HasSubstr("\"switch\":\"" + leaf + "\""));
+    EXPECT_TRUE(SpoolTickets("rma-").empty());
+    EXPECT_TRUE(Query("SELECT action FROM actions WHERE action IN ('drain','rma_ticket')").empty());
+    EXPECT_THAT(Explanation(job, *id), HasSubstr("network_switch_cable on switch " + leaf));
+}
+
+// 5. Faults everywhere at once: the breaker holds; autoheal alerts instead of draining the
+//    cluster (the lab allows 2 of 4 nodes).
+TEST_F(E2E, FaultsEverywhereTripTheBreaker) {
+    TrainingJob job{"breaker"};
+    auto id = Track(job.Submit({"-N", "4", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    job.FailRun(*id, 0, 5, [](const std::vector<std::string>& nodes) {
+        for (const std::string& n : nodes) {
+            InjectKernel(n, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+        }
+    });
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
+    const auto drained = Query(
+        "SELECT DISTINCT target FROM actions WHERE action = 'drain' AND "
+        "outcome = 'done'");
+    EXPECT_EQ(drained.size(), 2u);
+    EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE outcome = 'held'").size(), 2u);
+    EXPECT_EQ(Query("SELECT outcome FROM actions WHERE action = 'alert'"),
+              std::vector<std::string>{"raised"});
+    EXPECT_THAT(AutohealLog(), HasSubstr("ALERT: breaker open"));
+    const std::string quarantine = ReadAll(StateDir() + "/quarantine.json");
+    for (const std::string& held :
+         Query("SELECT DISTINCT target FROM actions WHERE outcome = 'held'")) {
+        EXPECT_THAT(quarantine, HasSubstr("\"" + held + "\""));
+    }
+}
+
+// 6. A node an admin drained by hand is never resumed, rebooted or re-labelled by autoheal.
+TEST_F(E2E, AdminDrainedNodeIsNeverTouched) {
+    TrainingJob job{"admin"};
+    auto id = Track(job.Submit({"-N", "1", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string node;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        node = nodes.front();
+        ASSERT_EQ(RunCommand({"scontrol", "update", "nodename=" + node, "state=drain",
+                              "reason=admin: replacing fan"})
+                      .exit_code,
+                  0);
+        InjectKernel(node, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
+    EXPECT_EQ(ShowNode(node)["Reason"].substr(0, 25), "admin: replacing fan [roo");
+    EXPECT_THAT(ShowNode(node)["State"], HasSubstr("DRAIN"));
+    EXPECT_THAT(ReadAll(ClusterDir() + "/log/reboots.log"), Not(HasSubstr("reboot " + node)));
+    EXPECT_EQ(
+        Query("SELECT outcome FROM actions WHERE action = 'drain' AND target = '" + node + "'"),
+        std::vector<std::string>{"admin-owned"});
+}
+
+// 7. A job that keeps failing on fresh nodes stops at its requeue cap with an explanation.
+TEST_F(E2E, RequeueCapStopsAJobThatKeepsFailing) {
+    TrainingJob job{"cap"};
+    auto id = Track(job.Submit({"-N", "1", "--gpus-per-node=1", "--auto-resume=1"}));
+    ASSERT_TRUE(id);
+    std::string first, second;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        first = nodes.front();
+        InjectKernel(first, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }));
+    job.FailRun(*id, 1, 10, [&](const std::vector<std::string>& nodes) {
+        second = nodes.front();
+        InjectKernel(second, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_TRUE(WaitUntil([&] {
+        return Explanation(job, *id).find("not requeued") != std::string::npos;
+    })) << Explanation(job, *id);
+    EXPECT_NE(first, second);
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "1");
+    EXPECT_EQ(Explanation(job, *id),
+              "autoheal: not requeued: faulty_gpu on " + second +
+                  " (xid 79, GPU 0000:3b:00.0), but the job already restarted 1/1 times "
+                  "(--auto-resume=1)");
+}
+
+// 8. The ticket webhook is down during the fault: the ticket is delivered once it is back.
+TEST_F(E2E, TicketWebhookDownDuringTheFaultIsDeliveredLater) {
+    // A port with nobody listening, then a server on it.
+    int port = 0;
+    {
+        HttpServer probe({200});
+        port = probe.port();
+    }
+    ConfigOverride webhook(
+        "  tickets:\n    retry_initial_seconds: 1\n    sinks:\n"
+        "      - {type: webhook, url: 'http://127.0.0.1:" +
+        std::to_string(port) + "/tickets', timeout_seconds: 2}\n");
+    TrainingJob job{"webhook"};
+    auto id = Track(job.Submit({"-N", "1", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string node;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        node = nodes.front();
+        InjectKernel(node, Xid(64, "0000:3b:00", "Row remapping failed"));
+    });
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
+    ASSERT_TRUE(WaitUntil(
+        [&] { return !Query("SELECT state FROM tickets WHERE state = 'failed'").empty(); }));
+    EXPECT_THAT(Query("SELECT last_error FROM tickets"),
+                ::testing::ElementsAre(HasSubstr("webhook")));
+    HttpServer server({200}, port);
+    // The next job end delivers what is due.
+    CommandResult r;
+    auto next = Track(Submit({"-N", "1"}, "#!/bin/bash\ntrue\n", &r));
+    ASSERT_TRUE(next) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return !server.requests().empty(); }, std::chrono::seconds(60)));
+    EXPECT_THAT(server.requests().front().body, HasSubstr("\"kind\":\"rma\""));
+    EXPECT_THAT(server.requests().front().body, HasSubstr("\"node\":\"" + node + "\""));
+    ASSERT_TRUE(WaitUntil([&] {
+        return Query("SELECT state FROM tickets") == std::vector<std::string>{"delivered"};
+    }));
+}
+
+}  // namespace
+}  // namespace autoheal::testing

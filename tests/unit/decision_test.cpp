@@ -1,0 +1,231 @@
+// The controller's decision (remediation/decision.h) on the shipped rules, from node reports as
+// the node epilogs write them: culprits, plans, network correlation, the breaker and the requeue
+// explanation.
+#include "autoheal/remediation/decision.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "autoheal/diag/scanner.h"
+#include "diag_test_util.h"
+
+namespace autoheal::remediation {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const diag::Scanner& ShippedScanner() {
+    static auto scanner = diag::Scanner::Build(diag::testing::ShippedRules().signatures).value();
+    return *scanner;
+}
+
+std::string Xid(int xid, const std::string& pci, const std::string& msg) {
+    return "kernel: NVRM: Xid (PCI:" + pci + "): " + std::to_string(xid) +
+           ", pid=1, name=python, " + msg;
+}
+
+NodeInfo Node(const std::string& name, bool out = false, const std::string& reason = "",
+              std::int64_t reason_time = 0) {
+    NodeInfo n;
+    n.name = name;
+    n.drained = out;
+    n.reason = reason;
+    n.reason_time = reason_time;
+    return n;
+}
+
+class DecisionTest : public ::testing::Test {
+  protected:
+    DecisionTest() {
+        config_.breaker = {0.5, 2, 3600};
+        in_.rules = &diag::testing::ShippedRules();
+        in_.scanner = &ShippedScanner();
+        in_.config = &config_;
+        in_.job.job = "77";
+        in_.job.failed = true;
+        in_.job.auto_resume = 3;
+        in_.job.nodes = {"node1", "node2", "node3", "node4"};
+        in_.cluster.now = 1'800'000'000;
+        for (const auto& n : in_.job.nodes) {
+            in_.cluster.nodes.push_back(Node(n));
+            NodeReport r;
+            r.node = n;
+            in_.reports.push_back(r);
+        }
+        in_.cluster.switches = {
+            {"leaf1", 0, {"node1", "node2"}}, {"leaf2", 0, {"node3", "node4"}}, {"spine", 1, {}}};
+    }
+    NodeReport& Report(const std::string& node) {
+        for (auto& r : in_.reports) {
+            if (r.node == node) return r;
+        }
+        throw std::runtime_error(node);
+    }
+    RemediationConfig config_;
+    DecisionInput in_;
+};
+
+TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
+    Report("node2").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.cause, "faulty_gpu");
+    EXPECT_THAT(d.culprits, ElementsAre("node2"));
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
+    EXPECT_THAT(d.plans[0].reason, HasSubstr("autoheal: faulty_gpu gpu=0000:3b:00.0"));
+    EXPECT_TRUE(d.requeue);
+    EXPECT_THAT(d.exclude, ElementsAre("node2"));
+    EXPECT_EQ(d.explanation,
+              "autoheal: requeued 1/3 after faulty_gpu on node2 (xid 79, GPU 0000:3b:00.0); "
+              "excluded node2");
+}
+
+TEST_F(DecisionTest, NcclTimeoutsOnEveryRankBlameOnlyTheNodeWithHardwareEvidence) {
+    Report("node1").job_output_read = true;
+    for (int rank = 0; rank < 4; ++rank) {
+        Report("node1").job_output.push_back(
+            "[rank" + std::to_string(rank) +
+            "]:[E1129 11:38:40.882201 1 ProcessGroupNCCL.cpp:616] "
+            "[Rank " +
+            std::to_string(rank) +
+            "] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=15804, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600047 milliseconds before timing out.");
+    }
+    Report("node3").kernel = {Xid(79, "0000:5d:00", "GPU has fallen off the bus.")};
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.culprits, ElementsAre("node3"));
+    EXPECT_THAT(d.exclude, ElementsAre("node3"));
+    EXPECT_EQ(d.cause, "faulty_gpu");
+}
+
+TEST_F(DecisionTest, NcclTimeoutsAloneBlameNoNode) {
+    Report("node1").job_output_read = true;
+    Report("node1").job_output = {
+        "[rank0]:[E1129 11:38:40.882201 1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600047 milliseconds before timing out."};
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.culprits, IsEmpty());
+    EXPECT_THAT(d.plans, IsEmpty());
+}
+
+TEST_F(DecisionTest, PythonExceptionIsNotRequeued) {
+    Report("node1").job_output_read = true;
+    Report("node1").job_output = {"Traceback (most recent call last):",
+                                  "ZeroDivisionError: division by zero"};
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.cause, "user_error");
+    EXPECT_FALSE(d.requeue);
+    EXPECT_THAT(d.explanation, HasSubstr("not requeued: the job failed by itself (user_error"));
+    EXPECT_THAT(d.plans, IsEmpty());
+}
+
+TEST_F(DecisionTest, CapReachedSaysSo) {
+    in_.job.restart_count = 3;
+    Report("node4").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    JobDecision d = Decide(in_);
+    EXPECT_FALSE(d.requeue);
+    EXPECT_EQ(d.explanation,
+              "autoheal: not requeued: faulty_gpu on node4 (xid 79, GPU 0000:3b:00.0), but the "
+              "job already restarted 3/3 times (--auto-resume=3)");
+    EXPECT_EQ(d.plans.size(), 1u);  // the node is still handled
+}
+
+TEST_F(DecisionTest, NotOptedInIsHandledButNotRequeued) {
+    in_.job.auto_resume.reset();
+    Report("node4").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    JobDecision d = Decide(in_);
+    EXPECT_FALSE(d.requeue);
+    EXPECT_THAT(d.explanation, HasSubstr("the job did not ask for --auto-resume"));
+    EXPECT_EQ(d.plans.size(), 1u);
+}
+
+TEST_F(DecisionTest, TwoNodesUnderOneLeafWithLinkDownAreOneSwitchIncident) {
+    for (const char* n : {"node1", "node2"}) {
+        Report(n).kernel = {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+    }
+    JobDecision d = Decide(in_);
+    ASSERT_TRUE(d.network.has_value());
+    EXPECT_EQ(d.network->name, "leaf1");
+    EXPECT_THAT(d.network->nodes, ElementsAre("node1", "node2"));
+    for (const NodePlan& p : d.plans) {
+        EXPECT_THAT(p.actions, IsEmpty()) << p.node;  // no per-node tickets
+    }
+    EXPECT_THAT(d.summary, HasSubstr("switch leaf1"));
+}
+
+TEST_F(DecisionTest, OneNodeWithLinkDownPlusARecentIncidentUnderTheSameLeafCorrelates) {
+    Report("node3").kernel = {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+    diag::HistoryRecord other;
+    other.node = "node4";
+    other.cause = "network_switch_cable";
+    other.time = in_.cluster.now - 60;
+    in_.cluster.recent = {other};
+    JobDecision d = Decide(in_);
+    ASSERT_TRUE(d.network.has_value());
+    EXPECT_EQ(d.network->name, "leaf2");
+}
+
+TEST_F(DecisionTest, OneNodeWithLinkDownAloneKeepsItsNetworkTicket) {
+    Report("node3").kernel = {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+    JobDecision d = Decide(in_);
+    EXPECT_FALSE(d.network.has_value());
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("network_ticket"));
+}
+
+TEST_F(DecisionTest, BreakerHoldsBeyondTheLimitAndQuarantines) {
+    for (const auto& n : in_.job.nodes) {
+        Report(n).kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    }
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.breaker_open);
+    int taken = 0, held = 0;
+    for (const NodePlan& p : d.plans) {
+        if (!p.actions.empty()) ++taken;
+        if (!p.held.empty()) ++held;
+    }
+    EXPECT_EQ(taken, 2);
+    EXPECT_EQ(held, 2);
+    EXPECT_EQ(d.quarantine.size(), 2u);
+}
+
+TEST_F(DecisionTest, BreakerCountsNodesAutohealAlreadyTookOut) {
+    in_.cluster.nodes[0] = Node("node1", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
+    in_.cluster.nodes[1] = Node("node2", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
+    Report("node3").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.breaker_open);
+    // An admin's drain does not count, an old autoheal drain neither.
+    in_.cluster.nodes[0] = Node("node1", true, "fan replacement", in_.cluster.now - 10);
+    in_.cluster.nodes[1] = Node("node2", true, "autoheal: faulty_gpu", in_.cluster.now - 7200);
+    EXPECT_FALSE(Decide(in_).breaker_open);
+}
+
+TEST(BreakerLimit, FractionAndCountAndAtLeastOne) {
+    EXPECT_EQ(BreakerLimit({0.10, 16, 3600}, 4), 1);
+    EXPECT_EQ(BreakerLimit({0.10, 16, 3600}, 1000), 16);
+    EXPECT_EQ(BreakerLimit({0.10, 16, 3600}, 100), 10);
+    EXPECT_EQ(BreakerLimit({0.5, 2, 3600}, 4), 2);
+}
+
+TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
+    Report("node2").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    diag::HistoryRecord earlier;
+    earlier.node = "node2";
+    earlier.gpu = "0000:3b:00.0";
+    earlier.rule = "xid-79-fallen-off-bus";
+    earlier.cause = "faulty_gpu";
+    earlier.job = "12";
+    earlier.time = in_.cluster.now - 86400;
+    in_.history = {{"node2", {earlier}}};
+    JobDecision d = Decide(in_);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "rma_ticket"));
+}
+
+}  // namespace
+}  // namespace autoheal::remediation

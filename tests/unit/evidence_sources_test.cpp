@@ -1,0 +1,147 @@
+// The node epilog's evidence sources (remediation/evidence_sources.h) on real files, and the
+// remediation section of autoheal.yaml.
+#include "autoheal/remediation/evidence_sources.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autoheal/core/config.h"
+#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/tickets.h"
+
+namespace autoheal::remediation {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class TempDir {
+  public:
+    TempDir() {
+        char tmpl[] = "/tmp/autoheal-evidence-XXXXXX";
+        path_ = ::mkdtemp(tmpl);
+    }
+    ~TempDir() { fs::remove_all(path_); }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+  private:
+    std::string path_;
+};
+
+TEST(JobOutput, TailOfARegularFileIsReadFromALineStart) {
+    TempDir dir;
+    std::ofstream(dir / "out") << "first line\nsecond line\nthird line\n";
+    auto tail = ReadFileTailSafely(dir / "out", 15);
+    ASSERT_TRUE(tail) << tail.error();
+    EXPECT_EQ(*tail, "third line\n");
+}
+
+TEST(JobOutput, SymlinksFifosAndFoldersAreRefused) {
+    TempDir dir;
+    std::ofstream(dir / "secret") << "root only\n";
+    fs::create_symlink(dir / "secret", dir / "link");
+    auto link = ReadFileTailSafely(dir / "link", 1000);
+    ASSERT_FALSE(link);
+    EXPECT_THAT(link.error(), HasSubstr("symlink"));
+    // A symlink earlier in the path is refused too.
+    fs::create_directory(dir / "real");
+    std::ofstream(dir / "real/out") << "x\n";
+    fs::create_directory_symlink(dir / "real", dir / "dirlink");
+    EXPECT_FALSE(ReadFileTailSafely(dir / "dirlink/out", 1000));
+    ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+    auto fifo = ReadFileTailSafely(dir / "fifo", 1000);  // must not block
+    ASSERT_FALSE(fifo);
+    EXPECT_THAT(fifo.error(), HasSubstr("not a regular file"));
+    EXPECT_FALSE(ReadFileTailSafely(dir / "real", 1000));
+    EXPECT_FALSE(ReadFileTailSafely("relative/out", 1000));
+}
+
+TEST(JobOutput, SlurmFilenamePatternsExpand) {
+    OutputPatternValues v{"123", "120", "3", "alice", "train", "node7"};
+    EXPECT_EQ(ExpandOutputPattern("/out/%x-%j-%u-%N.log", v), "/out/train-123-alice-node7.log");
+    EXPECT_EQ(ExpandOutputPattern("%A_%a_%5j_%%", v), "120_3_00123_%");
+    EXPECT_EQ(ExpandOutputPattern("slurm-\\%j.out", v), "slurm-%j.out");
+}
+
+TEST(KernelLog, FileCursorReadsOnlyWhatCameAfterIt) {
+    TempDir dir;
+    const std::string log = dir / "kern.log";
+    std::ofstream(log) << "before the job\n";
+    const std::string cursor = KernelLogCursor(log);
+    std::ofstream(log, std::ios::app) << "NVRM: Xid during the job\n";
+    auto text = ReadKernelLogSince(log, cursor, 1 << 20);
+    ASSERT_TRUE(text) << text.error();
+    EXPECT_EQ(*text, "NVRM: Xid during the job\n");
+    // Rotated as logrotate does (renamed, a new file: another inode): all of the new file.
+    fs::rename(log, log + ".1");
+    std::ofstream(log) << "after rotation\n";
+    EXPECT_EQ(*ReadKernelLogSince(log, cursor, 1 << 20), "after rotation\n");
+    // Not there yet: nothing, no error.
+    EXPECT_EQ(*ReadKernelLogSince(dir / "missing.log", "", 1 << 20), "");
+}
+
+TEST(Nvml, CountersThatGrewAndLostGpusBecomeLines) {
+    health::NodeSnapshot before, after;
+    before.driver_present = after.driver_present = true;
+    health::GpuSnapshot a;
+    a.pci_bus_id = "0000:3b:00.0";
+    a.ecc_uncorrected_volatile = 0;
+    a.remapped_rows = health::RemappedRows{};
+    health::GpuSnapshot b = a;
+    b.pci_bus_id = "0000:5d:00.0";
+    before.gpus = {a, b};
+    a.ecc_uncorrected_volatile = 3;
+    a.remapped_rows->failure = true;
+    after.gpus = {a};  // b is gone
+    const auto lines = NvmlDeltaLines(before, after);
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_EQ(lines[0],
+              "autoheal-nvml: gpu 0000:3b:00.0 ecc_uncorrected_volatile increased by 3 (from 0 to "
+              "3) during the job");
+    EXPECT_EQ(lines[1],
+              "autoheal-nvml: gpu 0000:3b:00.0 remapped_rows_failure appeared during the job");
+    EXPECT_EQ(lines[2], "Unable to determine the device handle for GPU0000:5d:00.0: GPU is lost");
+}
+
+TEST(RemediationConfig, DefaultsAndErrorsWithLineAndColumn) {
+    auto defaults = ParseRemediationConfig(YAML::Node(), "autoheal.yaml");
+    ASSERT_TRUE(defaults);
+    EXPECT_EQ(defaults->kernel_log, "kmsg");
+    EXPECT_FALSE(defaults->dry_run);
+    auto good = ParseRemediationConfig(
+        YAML::Load("dry_run: true\nkernel_log: /var/log/kern-%n.log\n"
+                   "breaker: {max_fraction: 0.2, max_nodes: 5, window: 2h}\n"),
+        "autoheal.yaml");
+    ASSERT_TRUE(good) << good.error();
+    EXPECT_TRUE(good->dry_run);
+    EXPECT_EQ(KernelLogFor(*good, "gpu7"), "/var/log/kern-gpu7.log");
+    EXPECT_EQ(good->breaker.window_seconds, 7200);
+    auto bad = ParseRemediationConfig(YAML::Load("dry_run: true\nbreaker: {window: soon}\n"),
+                                      "autoheal.yaml");
+    ASSERT_FALSE(bad);
+    EXPECT_THAT(bad.error(), HasSubstr("autoheal.yaml:2:19: remediation.breaker.window"));
+    auto unknown = ParseRemediationConfig(YAML::Load("dryrun: true\n"), "autoheal.yaml");
+    ASSERT_FALSE(unknown);
+    EXPECT_THAT(unknown.error(), HasSubstr("autoheal.yaml:1:1: remediation.dryrun: unknown"));
+}
+
+TEST(RemediationConfig, TheShippedAutohealYamlIsValid) {
+    auto config = LoadConfigFile(AUTOHEAL_SOURCE_DIR "/etc/autoheal.yaml");
+    ASSERT_TRUE(config) << config.error();
+    auto rc = ParseRemediationConfig(config->remediation, config->source);
+    ASSERT_TRUE(rc) << rc.error();
+    EXPECT_FALSE(rc->dry_run);
+    auto tickets = ParseTicketConfig(rc->tickets, config->source, config->state_dir);
+    ASSERT_TRUE(tickets) << tickets.error();
+    ASSERT_EQ(tickets->sinks.size(), 1u);
+    EXPECT_EQ(tickets->sinks[0].dir, "/var/lib/autoheal/tickets");
+}
+
+}  // namespace
+}  // namespace autoheal::remediation
