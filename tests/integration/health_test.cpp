@@ -21,7 +21,6 @@ std::string ScenarioPath(const std::string& node) {
     return ClusterDir() + "/lib/fake-gpu/scenarios/" + node + ".json";
 }
 
-
 // Puts a scenario on a node for one test and puts the node back afterwards.
 class NodeScenario {
   public:
@@ -38,11 +37,6 @@ class NodeScenario {
     std::string node_;
 };
 
-bool Finished(const std::string& id) {
-    auto state = ShowJob(id)["JobState"];
-    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
-}
-
 // The job lands on node1 first (lowest name, all idle); with a bad GPU there it must end up
 // completing elsewhere.
 TEST(Health, NodeWithFailingGpuNeverRunsTheJob) {
@@ -50,11 +44,14 @@ TEST(Health, NodeWithFailingGpuNeverRunsTheJob) {
                      R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0",
                                     "remapped_rows": {"failure": true}},
                                    {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})");
+    // node1 may still be completing the previous test's job (its epilog waits for the
+    // controller's decision): the job only lands there first once it is idle.
+    ASSERT_TRUE(WaitUntil([] { return ShowNode("node1")["State"] == "IDLE"; }));
     CommandResult r;
     auto id = Submit({"-N", "1", "--gpus-per-node=2", "--health-check=quick"},
                      "#!/bin/bash\necho ran on $SLURMD_NODENAME\n", &r);
     ASSERT_TRUE(id.has_value()) << r.err;
-    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }, std::chrono::seconds(90)))
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(90)))
         << ShowJob(*id)["JobState"];
     auto job = ShowJob(*id);
     EXPECT_EQ(job["JobState"], "COMPLETED");
@@ -74,7 +71,7 @@ TEST(Health, GpuThatHangsNvmlIsHandledWithinTheBudget) {
     CommandResult r;
     auto id = Submit({"-N", "1", "--gpus-per-node=1"}, "#!/bin/bash\ntrue\n", &r);
     ASSERT_TRUE(id.has_value()) << r.err;
-    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }, std::chrono::seconds(90)));
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(90)));
     EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
     EXPECT_NE(ShowJob(*id)["NodeList"], "node1");
     auto node = ShowNode("node1");
@@ -95,7 +92,7 @@ TEST(Health, WrongGemmResultIsCaughtByTheCudaChecks) {
     CommandResult r;
     auto id = Submit({"-N", "1", "--gpus-per-node=2"}, "#!/bin/bash\ntrue\n", &r);
     ASSERT_TRUE(id.has_value()) << r.err;
-    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }, std::chrono::seconds(90)));
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(90)));
     EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
     EXPECT_NE(ShowJob(*id)["NodeList"], "node1");
     EXPECT_THAT(ShowNode("node1")["Reason"],
@@ -107,7 +104,7 @@ TEST(Health, HealthyFakeGpusPassTheQuickTier) {
     auto id =
         Submit({"-N", "2", "--gpus-per-node=2", "--health-check=quick"}, "#!/bin/bash\ntrue\n", &r);
     ASSERT_TRUE(id.has_value()) << r.err;
-    ASSERT_TRUE(WaitUntil([&] { return Finished(*id); }));
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }));
     EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
     EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
     std::string log = AutohealLog();
