@@ -37,8 +37,8 @@ void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& c
     if (j.is_discarded()) j = nlohmann::json::object();
     j["kernel_cursor"] = kernel_cursor;
     j["time"] = static_cast<std::int64_t>(std::time(nullptr));
-    auto written = rem::WriteFileAtomically(rem::PrologFile(state_dir, ctx.job_id, ctx.node),
-                                            j.dump() + "\n", 0640, 0755);
+    auto written = autoheal::WriteFileAtomically(rem::PrologFile(state_dir, ctx.job_id, ctx.node),
+                                                 j.dump() + "\n", 0640, 0755);
     if (!written) spdlog::warn("autoheal: prolog: {}", written.error());
 }
 
@@ -52,10 +52,7 @@ std::string DrainReason(const health::HealthReport& report) {
     return reason;
 }
 
-int Run() {
-    autoheal::ProgramStart start = autoheal::StartProgram("autoheal-prolog");
-    autoheal::ScriptContext ctx = autoheal::ReadScriptContext(autoheal::ProcessEnvLookup());
-    spdlog::info("autoheal: prolog: job seen: {}", autoheal::DescribeScriptContext(ctx));
+int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx) {
     // Where the kernel log stands now: the epilog reads what comes after.
     std::string kernel_cursor;
     std::string slurm_conf;
@@ -133,13 +130,5 @@ int Run() {
 
 }  // namespace
 
-int main() {
-    try {
-        return Run();
-    } catch (const std::exception& e) {
-        spdlog::error("autoheal: prolog: internal error, job allowed to start: {}", e.what());
-    } catch (...) {
-        spdlog::error("autoheal: prolog: internal error, job allowed to start");
-    }
-    return 0;
-}
+// Our own bugs fail open (RunJobScript: exit 0, the job is allowed to start).
+int main() { return autoheal::RunJobScript("autoheal-prolog", "prolog", Run); }

@@ -56,9 +56,25 @@ EnvLookup ProcessEnvLookup() {
 
 }  // namespace autoheal
 
-#include "autoheal/core/script_env.h"
-
 namespace autoheal {
 
+int RunJobScript(
+    std::string_view program_name, std::string_view area,
+    const std::function<int(const ProgramStart&, const ScriptContext&)>& body) noexcept {
+    try {
+        const ProgramStart start = StartProgram(program_name);
+        const ScriptContext ctx = ReadScriptContext(ProcessEnvLookup());
+        for (const std::string& problem : ctx.problems) {
+            spdlog::warn("autoheal: {}: ignoring job option: {} job={}", area, problem, ctx.job_id);
+        }
+        spdlog::info("autoheal: {}: job seen: {}", area, DescribeScriptContext(ctx));
+        return body(start, ctx);
+    } catch (const std::exception& e) {
+        spdlog::error("autoheal: {}: internal error, failing open: {}", area, e.what());
+    } catch (...) {
+        spdlog::error("autoheal: {}: internal error, failing open", area);
+    }
+    return 0;
+}
 
 }  // namespace autoheal

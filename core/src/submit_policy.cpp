@@ -15,6 +15,8 @@
 #include <thread>
 #include <utility>
 
+#include "autoheal/core/files.h"
+
 namespace autoheal {
 namespace {
 
@@ -29,26 +31,6 @@ std::string Errno(const std::string& path, const char* what) {
 bool Contains(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
-
-// Closes a file descriptor when it leaves scope.
-class Fd {
-  public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-    // Closes now and reports close()'s result (a late write error shows up here).
-    bool Close() {
-        int fd = std::exchange(fd_, -1);
-        return fd < 0 || ::close(fd) == 0;
-    }
-
-  private:
-    int fd_;
-};
 
 Result<std::vector<QuarantinedNode>> ParseQuarantine(const std::string& text,
                                                      const std::string& path) {
@@ -184,29 +166,11 @@ bool IsValidQuarantineNodeName(std::string_view node) {
 }
 
 Result<std::vector<QuarantinedNode>> ReadQuarantineFile(const std::string& path) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-    if (fd.get() < 0) {
-        if (errno == ENOENT) return std::vector<QuarantinedNode>{};
-        return MakeError(Errno(path, "cannot open"));
-    }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return MakeError(Errno(path, "cannot stat"));
-    if (!S_ISREG(st.st_mode)) return MakeError(path + ": not a regular file");
-    std::string text;
-    text.resize(kMaxQuarantineBytes + 1);
-    std::size_t got = 0;
-    while (got < text.size()) {
-        ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return MakeError(Errno(path, "cannot read"));
-        if (n == 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    if (got > kMaxQuarantineBytes) {
-        return MakeError(path + ": larger than " + std::to_string(kMaxQuarantineBytes) + " bytes");
-    }
-    text.resize(got);
-    return ParseQuarantine(text, path);
+    bool missing = false;
+    auto text = ReadSmallFile(path, kMaxQuarantineBytes, &missing);
+    if (missing) return std::vector<QuarantinedNode>{};
+    if (!text) return MakeError(text.error());
+    return ParseQuarantine(*text, path);
 }
 
 std::string QuarantineToJson(const std::vector<QuarantinedNode>& nodes) {
@@ -222,37 +186,8 @@ std::string QuarantineToJson(const std::vector<QuarantinedNode>& nodes) {
 
 Result<bool> WriteQuarantineFile(const std::string& path,
                                  const std::vector<QuarantinedNode>& nodes) {
-    const std::filesystem::path target(path);
-    const std::filesystem::path dir =
-        target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return MakeError(dir.string() + ": cannot create folder: " + ec.message());
-
-    const std::string text = QuarantineToJson(nodes);
-    std::string tmp = path + ".tmp.XXXXXX";
-    Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
-    if (fd.get() < 0) return MakeError(Errno(tmp, "cannot create"));
-    auto fail = [&](const std::string& message) -> Result<bool> {
-        ::unlink(tmp.c_str());
-        return MakeError(message);
-    };
-    std::size_t done = 0;
-    while (done < text.size()) {
-        ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return fail(Errno(tmp, "cannot write"));
-        done += static_cast<std::size_t>(n);
-    }
-    // mkostemp makes the file 0600; readers (slurmctld may run as SlurmUser) need 0644.
-    if (::fchmod(fd.get(), 0644) != 0) return fail(Errno(tmp, "cannot chmod"));
-    if (::fsync(fd.get()) != 0) return fail(Errno(tmp, "cannot fsync"));
-    if (!fd.Close()) return fail(Errno(tmp, "cannot close"));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Errno(path, "cannot rename onto"));
-    // Make the rename itself durable; failing here loses nothing readers can see.
-    Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
-    return true;
+    // 0644: readers (slurmctld may run as SlurmUser) must read it.
+    return WriteFileAtomically(path, QuarantineToJson(nodes), 0644, 0755);
 }
 
 Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
@@ -270,7 +205,7 @@ Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
     // The lock lives in a sibling file: the data file is replaced by rename, so a lock on it
     // would be on an inode the next writer no longer opens.
     const std::string lock_path = path + ".lock";
-    Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (lock.get() < 0) return MakeError(Errno(lock_path, "cannot open"));
     const auto deadline = std::chrono::steady_clock::now() + kLockWait;
     while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {

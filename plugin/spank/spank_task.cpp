@@ -11,9 +11,6 @@
 //   Never fails the step: a search problem is logged and the job
 // starts from scratch, as it would without autoheal.
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdlib>
@@ -21,6 +18,7 @@
 
 #include "autoheal/core/checkpoint.h"
 #include "autoheal/core/config.h"
+#include "autoheal/core/files.h"
 #include "autoheal/core/resume_record.h"
 #include "spank_state.h"
 
@@ -44,24 +42,6 @@ std::string SelfPath() {
     return info.dli_fname;
 }
 
-// A small file read as the job user, no symlink followed, size-capped.
-std::optional<std::string> ReadSmall(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return std::nullopt;
-    struct stat st {};
-    std::optional<std::string> out;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 65536) {
-        std::string text(static_cast<std::size_t>(st.st_size), '\0');
-        const ssize_t n = ::read(fd, text.data(), text.size());
-        if (n >= 0) {
-            text.resize(static_cast<std::size_t>(n));
-            out = std::move(text);
-        }
-    }
-    ::close(fd);
-    return out;
-}
-
 // AUTOHEAL_LAST_FAILURE / AUTOHEAL_EXCLUDED_NODES from the controller epilog's record.
 void ExportLastFailure(spank_t sp) {
     uint32_t job_id = 0;
@@ -71,8 +51,9 @@ void ExportLastFailure(spank_t sp) {
         slurm_verbose("autoheal: resume: %s", config.error().c_str());
         return;
     }
-    auto text = ReadSmall(ResumeRecordPath(config->state_dir, std::to_string(job_id)));
-    if (!text) return;  // never requeued by autoheal
+    // Read as the job user; absent when autoheal never requeued the job.
+    auto text = ReadSmallFile(ResumeRecordPath(config->state_dir, std::to_string(job_id)), 65536);
+    if (!text) return;
     auto record = ResumeRecordFromJson(*text);
     if (!record) return;
     if (!record->explanation.empty()) {

@@ -69,18 +69,6 @@ std::vector<std::string> EvidenceLines(const diag::EvidenceSet& set, std::size_t
     return lines;
 }
 
-std::vector<std::string> Split(const std::string& text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t nl = text.find('\n', start);
-        if (nl == std::string::npos) nl = text.size();
-        lines.push_back(text.substr(start, nl - start));
-        start = nl + 1;
-    }
-    return lines;
-}
-
 // Runs argv (no shell) with a time limit; returns "ok" or the failure.
 std::string RunCommand(const std::vector<std::string>& argv, double timeout_seconds) {
     std::vector<char*> args;
@@ -113,7 +101,7 @@ std::string RunCommand(const std::vector<std::string>& argv, double timeout_seco
 }
 
 Result<nlohmann::json> ReadJsonFile(const std::string& path) {
-    auto text = ReadSmallFile(path);
+    auto text = ReadSmallFile(path, kMaxRecordBytes);
     if (!text) return MakeError(text.error());
     auto j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded()) return MakeError(path + ": not JSON");
@@ -493,7 +481,7 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
             if (!SafePathPart(node)) continue;
             const std::string path =
                 EpilogFile(config.state_dir, ctx.job_id, in.job.restart_count, node);
-            auto text = ReadSmallFile(path);
+            auto text = ReadSmallFile(path, kMaxRecordBytes);
             if (!text) {
                 still.push_back(node);
                 continue;
@@ -670,13 +658,14 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
                 const std::string key = kind + "/" + plan.node + "/" +
                                         (part.empty() ? "node" : part) + "/" + plan.cause + "/" +
                                         std::to_string(period);
-                std::vector<diag::HistoryRecord> hist;
+                static const std::vector<diag::HistoryRecord> kNoHistory;
+                const std::vector<diag::HistoryRecord>* hist = &kNoHistory;
                 for (const auto& [n, h] : in.history) {
-                    if (n == plan.node) hist = h;
+                    if (n == plan.node) hist = &h;
                 }
                 auto t =
                     OpenTickets(**store, incident, kind, key,
-                                TicketPayload(kind, d, &plan, verdict, report, hist, ctx.job_id)
+                                TicketPayload(kind, d, &plan, verdict, report, *hist, ctx.job_id)
                                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                                 *tickets);
                 outcome = t ? "opened" : "failed";

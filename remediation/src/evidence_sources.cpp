@@ -11,22 +11,10 @@
 #include <deque>
 #include <map>
 
+#include "autoheal/core/files.h"
+
 namespace autoheal::remediation {
 namespace {
-
-class Fd {
-  public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-  private:
-    int fd_;
-};
 
 struct KmsgRecord {
     std::uint64_t seq = 0;
@@ -36,7 +24,7 @@ struct KmsgRecord {
 // Reads every record /dev/kmsg still holds (non-blocking), calling `f` for each.
 template <typename F>
 bool ForEachKmsgRecord(F f) {
-    Fd fd(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd fd(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     if (fd.get() < 0) return false;
     std::string buf(8192, '\0');
     for (;;) {
@@ -136,7 +124,7 @@ Result<std::string> ReadKernelLogSince(const std::string& source, const std::str
         KeepTail(&text, max_bytes);
         return text;
     }
-    Fd fd(::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    UniqueFd fd(::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (fd.get() < 0) {
         if (errno == ENOENT) return std::string();
         return MakeError(source + ": " + std::strerror(errno));
@@ -176,7 +164,7 @@ Result<std::string> ReadFileTailSafely(const std::string& path, std::uint64_t ma
         if (errno == ELOOP) return MakeError(path + ": is or passes through a symlink: not read");
         return MakeError(path + ": " + std::strerror(errno));
     }
-    Fd fd(raw);
+    UniqueFd fd(raw);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return MakeError(path + ": " + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) return MakeError(path + ": not a regular file: not read");

@@ -1,17 +1,8 @@
 #include "autoheal/remediation/job_records.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <random>
 
 namespace autoheal::remediation {
-namespace fs = std::filesystem;
 
 bool SafePathPart(const std::string& s) {
     return !s.empty() && s.size() < 128 && s.front() != '.' &&
@@ -30,76 +21,6 @@ std::string PrologFile(const std::string& state_dir, const std::string& job,
 std::string EpilogFile(const std::string& state_dir, const std::string& job, int restart,
                        const std::string& node) {
     return JobDir(state_dir, job) + "/run" + std::to_string(restart) + "/" + node + ".epilog.json";
-}
-
-Result<bool> WriteFileAtomically(const std::string& path, const std::string& content,
-                                 unsigned file_mode, unsigned dir_mode) {
-    const fs::path p(path);
-    std::error_code ec;
-    // Create missing parents one by one with the requested mode.
-    fs::path built;
-    for (const auto& part : p.parent_path()) {
-        built /= part;
-        if (built == "/" || fs::exists(built, ec)) continue;
-        if (::mkdir(built.c_str(), dir_mode) != 0 && errno != EEXIST) {
-            return MakeError(built.string() + ": " + std::strerror(errno));
-        }
-    }
-    std::random_device rd;
-    const std::string tmp =
-        path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd() & 0xffffff);
-    const int fd =
-        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, file_mode);
-    if (fd < 0) return MakeError(tmp + ": " + std::strerror(errno));
-    std::size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const std::string err = std::strerror(errno);
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            return MakeError(tmp + ": " + err);
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    ::fchmod(fd, file_mode);
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        const std::string err = std::strerror(errno);
-        ::unlink(tmp.c_str());
-        return MakeError(tmp + ": " + err);
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string err = std::strerror(errno);
-        ::unlink(tmp.c_str());
-        return MakeError(path + ": " + err);
-    }
-    return true;
-}
-
-Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return MakeError(path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return MakeError(path + ": not a regular file");
-    }
-    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-        ::close(fd);
-        return MakeError(path + ": larger than " + std::to_string(max_bytes) + " bytes");
-    }
-    std::string out(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t got = 0;
-    while (got < out.size()) {
-        const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-    out.resize(got);
-    return out;
 }
 
 namespace {

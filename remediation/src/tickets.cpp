@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "autoheal/core/files.h"
 #include "autoheal/core/yaml_read.h"
 
 extern char** environ;
@@ -202,71 +203,10 @@ std::uint64_t Fnv1a64(const std::string& s) {
     return h;
 }
 
-// mkdir -p, creating missing folders with mode 0750. Returns an error text, empty on success.
-std::string MakeFolders(const std::string& dir) {
-    std::string prefix;
-    std::size_t pos = 0;
-    while (pos <= dir.size()) {
-        std::size_t next = dir.find('/', pos);
-        if (next == std::string::npos) next = dir.size();
-        prefix = dir.substr(0, next);
-        pos = next + 1;
-        if (prefix.empty()) continue;
-        if (::mkdir(prefix.c_str(), 0750) == 0) {
-            ::chmod(prefix.c_str(), 0750);  // exactly 0750, whatever the umask
-        } else if (errno != EEXIST) {
-            return "create folder " + prefix + ": " + ErrnoText(errno);
-        }
-    }
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) return "folder " + dir + ": " + ErrnoText(errno);
-    if (!S_ISDIR(st.st_mode)) return "folder " + dir + ": not a folder";
-    return "";
-}
-
-bool WriteAllFd(int fd, const std::string& data) {
-    std::size_t done = 0;
-    while (done < data.size()) {
-        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    return true;
-}
-
 Result<std::string> DeliverSpool(const TicketSinkConfig& sink, const TicketRow& ticket) {
-    const std::string who = "spool " + sink.name + ": ";
-    if (std::string error = MakeFolders(sink.dir); !error.empty()) return MakeError(who + error);
     const std::string target = SpoolFilePath(sink, ticket);
-    static std::atomic<unsigned> counter{0};
-    const std::string tmp = sink.dir + "/.tmp-" + std::to_string(::getpid()) + "-" +
-                            std::to_string(counter++) + "-" + std::to_string(ticket.id);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-    if (fd < 0) return MakeError(who + "create " + tmp + ": " + ErrnoText(errno));
-    std::string error;
-    if (::fchmod(fd, 0640) != 0) {
-        error = "chmod " + tmp + ": " + ErrnoText(errno);
-    } else if (!WriteAllFd(fd, ticket.payload_json)) {
-        error = "write " + tmp + ": " + ErrnoText(errno);
-    } else if (::fsync(fd) != 0) {
-        error = "sync " + tmp + ": " + ErrnoText(errno);
-    }
-    if (::close(fd) != 0 && error.empty()) error = "close " + tmp + ": " + ErrnoText(errno);
-    if (error.empty() && ::rename(tmp.c_str(), target.c_str()) != 0) {
-        error = "rename to " + target + ": " + ErrnoText(errno);
-    }
-    if (!error.empty()) {
-        ::unlink(tmp.c_str());
-        return MakeError(who + error);
-    }
-    // Make the rename durable; a failure here loses nothing the next delivery cannot redo.
-    if (const int dfd = ::open(sink.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
+    auto written = WriteFileAtomically(target, ticket.payload_json, 0640, 0750);
+    if (!written) return MakeError("spool " + sink.name + ": " + written.error());
     return target;
 }
 
@@ -380,23 +320,6 @@ Result<std::string> DeliverWebhook(const TicketSinkConfig& sink, const TicketRow
 
 // ---- command ----
 
-class Fd {
-  public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() { Close(); }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-    void Close() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-  private:
-    int fd_ = -1;
-};
-
 // The last non-empty line of a command's output, shortened and without control characters.
 std::string LastLine(const std::string& output) {
     std::size_t end = output.size();
@@ -423,12 +346,12 @@ Result<std::string> DeliverCommand(const TicketSinkConfig& sink, const TicketRow
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
         return MakeError(who + "socketpair: " + ErrnoText(errno));
     }
-    Fd in_ours(in[0]);
-    Fd in_theirs(in[1]);
+    UniqueFd in_ours(in[0]);
+    UniqueFd in_theirs(in[1]);
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return MakeError(who + "pipe: " + ErrnoText(errno));
-    Fd out_ours(out[0]);
-    Fd out_theirs(out[1]);
+    UniqueFd out_ours(out[0]);
+    UniqueFd out_theirs(out[1]);
 
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
@@ -698,7 +621,7 @@ Result<std::string> ReadWebhookSecret(const std::string& path) {
         const int e = errno;
         return MakeError(who + (e == ELOOP ? std::string("is a symbolic link") : ErrnoText(e)));
     }
-    Fd fd(raw);
+    UniqueFd fd(raw);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return MakeError(who + ErrnoText(errno));
     if (!S_ISREG(st.st_mode)) return MakeError(who + "is not a regular file");

@@ -57,11 +57,18 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds limi
     return pred();
 }
 
-std::string AutohealLog() {
-    std::ifstream in(ClusterDir() + "/log/autoheal.log");
+std::string ReadFile(const std::string& path) {
+    std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+std::string AutohealLog() { return ReadFile(ClusterDir() + "/log/autoheal.log"); }
+
+bool JobFinished(const std::string& id) {
+    const std::string state = ShowJob(id)["JobState"];
+    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
 }
 
 std::map<std::string, std::string> ShowNode(const std::string& node) {

@@ -33,6 +33,12 @@ bool WaitUntil(const std::function<bool()>& pred,
 // Reads the whole autoheal log written by the prolog/epilog programs.
 std::string AutohealLog();
 
+// A whole file; empty when it cannot be read.
+std::string ReadFile(const std::string& path);
+
+// The job ended: COMPLETED, FAILED or CANCELLED.
+bool JobFinished(const std::string& id);
+
 // `scontrol show node -o NAME` parsed into Key=Value pairs; Reason keeps its spaces.
 std::map<std::string, std::string> ShowNode(const std::string& node);
 

@@ -20,11 +20,6 @@ using ::testing::Not;
 const char* kQuickScript =
     "#!/bin/bash\necho running on $(hostname)\nenv | grep AUTOHEAL || true\n";
 
-bool JobFinished(const std::string& id) {
-    auto state = ShowJob(id)["JobState"];
-    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
-}
-
 // Lines of the autoheal log that mention this job in one area ("prolog", "epilog-ctld", ...).
 std::vector<std::string> LogLines(const std::string& area, const std::string& job_id) {
     std::vector<std::string> lines;

@@ -23,13 +23,6 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadAll(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 void AppendLine(const std::string& path, const std::string& line) {
     std::ofstream(path, std::ios::app) << line << "\n";
 }
@@ -72,11 +65,6 @@ std::vector<std::string> Nodes(const std::string& expr) {
     return out;
 }
 
-bool Finished(const std::string& id) {
-    const std::string s = ShowJob(id)["JobState"];
-    return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED";
-}
-
 // SQL against the incident store (read-only), one column of text per row.
 std::vector<std::string> Query(const std::string& sql) {
     std::vector<std::string> rows;
@@ -104,7 +92,7 @@ std::vector<std::string> SpoolTickets(const std::string& prefix) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(StateDir() + "/tickets", ec)) {
         const std::string name = e.path().filename().string();
-        if (name.rfind(prefix, 0) == 0) out.push_back(ReadAll(e.path().string()));
+        if (name.rfind(prefix, 0) == 0) out.push_back(ReadFile(e.path().string()));
     }
     return out;
 }
@@ -114,7 +102,7 @@ std::vector<std::string> SpoolTickets(const std::string& prefix) {
 class ConfigOverride {
   public:
     explicit ConfigOverride(const std::string& extra_remediation_lines)
-        : path_(ClusterDir() + "/etc/autoheal/autoheal.yaml"), saved_(ReadAll(path_)) {
+        : path_(ClusterDir() + "/etc/autoheal/autoheal.yaml"), saved_(ReadFile(path_)) {
         std::string text = saved_;
         const std::string anchor = "remediation:\n";
         text.insert(text.find(anchor) + anchor.size(), extra_remediation_lines);
@@ -184,9 +172,9 @@ struct TrainingJob {
     void FailRun(const std::string& id, int restart, int step,
                  const std::function<void(const std::vector<std::string>& nodes)>& inject) const {
         ASSERT_TRUE(WaitUntil([&] {
-            return ReadAll(output(id)).find("checkpoint " + std::to_string(step)) !=
+            return ReadFile(output(id)).find("checkpoint " + std::to_string(step)) !=
                    std::string::npos;
-        })) << ReadAll(output(id));
+        })) << ReadFile(output(id));
         inject(Nodes(ShowJob(id)["NodeList"]));
         std::ofstream(fault() + "-" + std::to_string(restart)) << "x";
     }
@@ -197,7 +185,7 @@ struct TrainingJob {
 // finished job).
 std::string Explanation(const TrainingJob& job, const std::string& id) {
     std::string last;
-    std::istringstream in(ReadAll(job.output(id)));
+    std::istringstream in(ReadFile(job.output(id)));
     for (std::string line; std::getline(in, line);) {
         if (line.rfind("autoheal: ", 0) == 0) last = line;
     }
@@ -238,7 +226,7 @@ class E2E : public ::testing::Test {
         for (const std::string& id : jobs_) RunCommand({"scancel", id});
         WaitUntil([&] {
             for (const std::string& id : jobs_) {
-                if (!Finished(id)) return false;
+                if (!JobFinished(id)) return false;
             }
             return true;
         });
@@ -265,20 +253,20 @@ TEST_F(E2E, Xid79MidJobRequeuesOnceExcludingTheNodeAndResumes) {
     ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
                           std::chrono::seconds(90)))
         << ShowJob(*id)["JobState"] << "\n"
-        << ReadAll(job.output(*id));
+        << ReadFile(job.output(*id));
     auto info = ShowJob(*id);
     EXPECT_EQ(info["Restarts"], "1");
     EXPECT_EQ(info["ExcNodeList"], culprit);
     EXPECT_THAT(Nodes(info["NodeList"]), Not(::testing::Contains(culprit)));
     EXPECT_EQ(Explanation(job, *id), "autoheal: requeued 1/3 after faulty_gpu on " + culprit +
                                          " (xid 79, GPU 0000:3b:00.0); excluded " + culprit);
-    const std::string out = ReadAll(job.output(*id));
+    const std::string out = ReadFile(job.output(*id));
     EXPECT_THAT(out, HasSubstr("resumed at step 10 from " + job.ckpt() + "/step_10"));
     EXPECT_THAT(out, HasSubstr("last=[autoheal: requeued 1/3 after faulty_gpu on " + culprit));
     EXPECT_THAT(out, HasSubstr("excluded=[" + culprit + "]"));
     EXPECT_THAT(out, HasSubstr("completed at step 60"));
     // Drained, then rebooted (the lab's RebootProgram ran for that node).
-    EXPECT_THAT(ReadAll(ClusterDir() + "/log/reboots.log"), HasSubstr("reboot " + culprit));
+    EXPECT_THAT(ReadFile(ClusterDir() + "/log/reboots.log"), HasSubstr("reboot " + culprit));
     EXPECT_THAT(
         Query("SELECT action || ' ' || target || ' ' || outcome FROM actions"),
         ::testing::IsSupersetOf({"drain " + culprit + " done", "reboot " + culprit + " done",
@@ -405,7 +393,7 @@ TEST_F(E2E, FaultsEverywhereTripTheBreaker) {
     EXPECT_EQ(Query("SELECT outcome FROM actions WHERE action = 'alert'"),
               std::vector<std::string>{"raised"});
     EXPECT_THAT(AutohealLog(), HasSubstr("ALERT: breaker open"));
-    const std::string quarantine = ReadAll(StateDir() + "/quarantine.json");
+    const std::string quarantine = ReadFile(StateDir() + "/quarantine.json");
     for (const std::string& held :
          Query("SELECT DISTINCT target FROM actions WHERE outcome = 'held'")) {
         EXPECT_THAT(quarantine, HasSubstr("\"" + held + "\""));
@@ -429,7 +417,7 @@ TEST_F(E2E, AdminDrainedNodeIsNeverTouched) {
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
     EXPECT_EQ(ShowNode(node)["Reason"].substr(0, 25), "admin: replacing fan [roo");
     EXPECT_THAT(ShowNode(node)["State"], HasSubstr("DRAIN"));
-    EXPECT_THAT(ReadAll(ClusterDir() + "/log/reboots.log"), Not(HasSubstr("reboot " + node)));
+    EXPECT_THAT(ReadFile(ClusterDir() + "/log/reboots.log"), Not(HasSubstr("reboot " + node)));
     EXPECT_EQ(
         Query("SELECT outcome FROM actions WHERE action = 'drain' AND target = '" + node + "'"),
         std::vector<std::string>{"admin-owned"});

@@ -27,14 +27,7 @@ constexpr auto kReloadLimit = std::chrono::seconds(8);
 
 std::string QuarantinePath() { return ClusterDir() + "/state/autoheal/quarantine.json"; }
 
-std::string ReadAll(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-std::string SlurmctldLog() { return ReadAll(ClusterDir() + "/log/slurmctld.log"); }
+std::string SlurmctldLog() { return ReadFile(ClusterDir() + "/log/slurmctld.log"); }
 
 std::size_t CountOf(const std::string& text, const std::string& needle) {
     std::size_t n = 0;

@@ -19,13 +19,6 @@ void Touch(const std::filesystem::path& p, const std::string& content = "x") {
     std::ofstream(p) << content;
 }
 
-std::string ReadAll(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 TEST(Resume, TasksGetTheNewestCompleteCheckpointAcrossARequeue) {
     const std::filesystem::path dir = ClusterDir() + "/state/ckpt-resume";
     std::filesystem::remove_all(dir);
@@ -44,10 +37,11 @@ TEST(Resume, TasksGetTheNewestCompleteCheckpointAcrossARequeue) {
     ASSERT_TRUE(id.has_value()) << r.err;
     const std::string out_file = ClusterDir() + "/state/resume-" + *id + ".out";
     ASSERT_TRUE(WaitUntil([&] {
-        return ReadAll(out_file).find("run restart=0") != std::string::npos;
+        return ReadFile(out_file).find("run restart=0") != std::string::npos;
     })) << ShowJob(*id)["JobState"];
-    EXPECT_THAT(ReadAll(out_file), HasSubstr("run restart=0 resume=" + (dir / "step_100").string() +
-                                             " format=torch-dcp"));
+    EXPECT_THAT(
+        ReadFile(out_file),
+        HasSubstr("run restart=0 resume=" + (dir / "step_100").string() + " format=torch-dcp"));
 
     // The job saves step 300 completely, then its node fails: Slurm requeues it.
     Touch(dir / "step_300/__0_0.distcp");
@@ -57,7 +51,7 @@ TEST(Resume, TasksGetTheNewestCompleteCheckpointAcrossARequeue) {
     ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
                           std::chrono::seconds(90)))
         << ShowJob(*id)["JobState"];
-    EXPECT_THAT(ReadAll(out_file),
+    EXPECT_THAT(ReadFile(out_file),
                 HasSubstr("run restart=1 resume=" + (dir / "step_300").string()));
     std::filesystem::remove_all(dir);
 }
@@ -71,7 +65,7 @@ TEST(Resume, NoCheckpointDirectoryMeansNoResumeVariable) {
                      &r);
     ASSERT_TRUE(id.has_value()) << r.err;
     ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; }));
-    EXPECT_THAT(ReadAll(ClusterDir() + "/state/resume-none-" + *id + ".out"),
+    EXPECT_THAT(ReadFile(ClusterDir() + "/state/resume-none-" + *id + ".out"),
                 HasSubstr("resume=[unset] restart=0"));
 }
 

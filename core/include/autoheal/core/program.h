@@ -2,11 +2,13 @@
 // and send logs to the configured file.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "autoheal/core/config.h"
 #include "autoheal/core/job_options.h"
+#include "autoheal/core/script_env.h"
 
 namespace autoheal {
 
@@ -25,5 +27,13 @@ EnvLookup ProcessEnvLookup();
 
 // This program's own path (/proc/self/exe), or "" when it cannot be read.
 std::string SelfExePath();
+
+// The frame of a Prolog / Epilog / EpilogSlurmctld program: starts the program, reads Slurm's
+// script environment, logs "autoheal: <area>: job seen: job=... node=... auto_resume=..." (and a
+// warning per option value that failed validation), then returns body's exit code. Our own bugs
+// fail open: an exception is logged and the exit code is 0. Never throws.
+int RunJobScript(
+    std::string_view program_name, std::string_view area,
+    const std::function<int(const ProgramStart&, const ScriptContext&)>& body) noexcept;
 
 }  // namespace autoheal

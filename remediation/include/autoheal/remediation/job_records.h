@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autoheal/core/files.h"
 #include "autoheal/core/result.h"
 #include "autoheal/core/resume_record.h"
 
@@ -29,11 +30,8 @@ std::string PrologFile(const std::string& state_dir, const std::string& job,
 std::string EpilogFile(const std::string& state_dir, const std::string& job, int restart,
                        const std::string& node);
 
-// Writes `content` to `path` atomically (tmp + fsync + rename), creating parent folders with
-// `dir_mode`; the file gets `file_mode`.
-Result<bool> WriteFileAtomically(const std::string& path, const std::string& content,
-                                 unsigned file_mode = 0644, unsigned dir_mode = 0755);
-Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes = 64u << 20);
+// The most a record file may hold (a node report carries at most a few thousand evidence lines).
+inline constexpr std::size_t kMaxRecordBytes = 64u << 20;
 
 struct GpuIdentity {
     std::string pci, uuid, serial, name;

@@ -1,0 +1,42 @@
+// Files written and read by root on behalf of a cluster, the one way: never through a symlink,
+// never blocking on a FIFO, small files only, and writes that a reader sees whole or not at all.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "autoheal/core/result.h"
+
+namespace autoheal {
+
+// Owns a file descriptor: closed when it leaves scope.
+class UniqueFd {
+  public:
+    explicit UniqueFd(int fd = -1) : fd_(fd) {}
+    ~UniqueFd() { Close(); }
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    int get() const { return fd_; }
+    // Closes now and reports close()'s result (a late write error shows up here).
+    bool Close();
+
+  private:
+    int fd_;
+};
+
+// Reads a whole regular file of at most `max_bytes`. The last path component is not followed
+// when it is a symlink and a FIFO does not block the open. When `missing` is given, a file that
+// does not exist sets it and gives an error; otherwise errors name the path and the reason
+// ("not a regular file", "larger than N bytes", the system's message).
+Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes,
+                                  bool* missing = nullptr);
+
+// Replaces `path` with `content` atomically: a hidden temporary file in the same folder
+// (".<name>.tmp.XXXXXX"), written, given `file_mode`, synced, renamed over `path`, the folder
+// synced. Missing parent folders are created with exactly `dir_mode`. On failure the temporary file
+// is removed and `path` is left as it was.
+Result<bool> WriteFileAtomically(const std::string& path, std::string_view content,
+                                 unsigned file_mode = 0644, unsigned dir_mode = 0755);
+
+}  // namespace autoheal

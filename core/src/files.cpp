@@ -1,0 +1,95 @@
+#include "autoheal/core/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+namespace autoheal {
+namespace {
+
+std::string Errno(const std::string& path, const char* what) {
+    return path + ": " + what + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+bool UniqueFd::Close() {
+    const int fd = std::exchange(fd_, -1);
+    return fd < 0 || ::close(fd) == 0;
+}
+
+Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes, bool* missing) {
+    if (missing != nullptr) *missing = false;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (fd.get() < 0) {
+        if (errno == ENOENT && missing != nullptr) *missing = true;
+        return MakeError(Errno(path, "cannot open"));
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return MakeError(Errno(path, "cannot stat"));
+    if (!S_ISREG(st.st_mode)) return MakeError(path + ": not a regular file");
+    std::string text(max_bytes + 1, '\0');
+    std::size_t got = 0;
+    while (got < text.size()) {
+        const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return MakeError(Errno(path, "cannot read"));
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    if (got > max_bytes) {
+        return MakeError(path + ": larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    text.resize(got);
+    return text;
+}
+
+Result<bool> WriteFileAtomically(const std::string& path, std::string_view content,
+                                 unsigned file_mode, unsigned dir_mode) {
+    const std::filesystem::path target(path);
+    const std::filesystem::path dir =
+        target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+    // Create the missing folders one by one, each with exactly dir_mode.
+    std::filesystem::path built;
+    for (const auto& part : dir) {
+        built /= part;
+        struct stat st {};
+        if (::stat(built.c_str(), &st) == 0) continue;
+        if (::mkdir(built.c_str(), dir_mode) == 0) {
+            ::chmod(built.c_str(), dir_mode);  // exactly dir_mode, whatever the umask
+        } else if (errno != EEXIST) {
+            return MakeError(Errno(built.string(), "cannot create folder"));
+        }
+    }
+    std::string tmp = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+    UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
+    if (fd.get() < 0) return MakeError(Errno(tmp, "cannot create"));
+    auto fail = [&](const std::string& message) -> Result<bool> {
+        ::unlink(tmp.c_str());
+        return MakeError(message);
+    };
+    std::size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(Errno(tmp, "cannot write"));
+        done += static_cast<std::size_t>(n);
+    }
+    // mkostemp makes the file 0600.
+    if (::fchmod(fd.get(), file_mode) != 0) return fail(Errno(tmp, "cannot chmod"));
+    if (::fsync(fd.get()) != 0) return fail(Errno(tmp, "cannot fsync"));
+    if (!fd.Close()) return fail(Errno(tmp, "cannot close"));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Errno(path, "cannot rename onto"));
+    // Make the rename itself durable; failing here loses nothing readers can see.
+    UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
+    return true;
+}
+
+}  // namespace autoheal
