@@ -1,7 +1,8 @@
 // autoheal-prolog — Prolog (slurmd, root, on every allocated node at allocation with
 // PrologFlags=Alloc). Runs the health checks of the job's tier on the job's GPUs within the
 // tier's budget, keeps the NVML snapshot as the epilog's baseline, and on a failed check drains
-// the node with an autoheal reason and exits 1 so Slurm requeues the job elsewhere.
+// the node with an autoheal reason and exits 1 so Slurm requeues the job elsewhere — unless the
+// breaker is open (too many nodes already out: alert, let the job start) or in dry-run.
 // Our own bugs fail open (exit 0): only evidence fails a node.
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include "autoheal/core/script_env.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
+#include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/evidence_sources.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/remediation_config.h"
@@ -24,12 +26,12 @@ namespace {
 
 using autoheal::HealthTier;
 namespace health = autoheal::health;
+namespace rem = autoheal::remediation;
 
 // state_dir/jobs/<job>/<node>.prolog.json: the baseline the epilog compares against (the
 // health report with its NVML snapshot, and where the kernel log stood when the job started).
 void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& ctx,
                   const health::HealthReport* report, const std::string& kernel_cursor) {
-    namespace rem = autoheal::remediation;
     if (!rem::SafePathPart(ctx.job_id) || !rem::SafePathPart(ctx.node)) return;
     nlohmann::json j = report != nullptr
                            ? nlohmann::json::parse(health::ReportToJson(*report), nullptr, false)
@@ -55,15 +57,10 @@ std::string DrainReason(const health::HealthReport& report) {
 int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx) {
     // Where the kernel log stands now: the epilog reads what comes after.
     std::string kernel_cursor;
-    std::string slurm_conf;
-    if (auto rc = autoheal::remediation::ParseRemediationConfig(start.config.remediation,
-                                                                start.config.source)) {
-        slurm_conf = rc->slurm_conf;
-        kernel_cursor = autoheal::remediation::KernelLogCursor(
-            autoheal::remediation::KernelLogFor(*rc, ctx.node));
-    } else {
-        spdlog::error("autoheal: prolog: {}", rc.error());
-    }
+    auto parsed = rem::ParseRemediationConfig(start.config.remediation, start.config.source);
+    if (!parsed) spdlog::error("autoheal: prolog: {}: remediation defaults apply", parsed.error());
+    const rem::RemediationConfig rc = parsed ? *parsed : rem::RemediationConfig{};
+    kernel_cursor = rem::KernelLogCursor(rem::KernelLogFor(rc, ctx.node));
     auto config = health::ParseHealthConfig(start.config.health, start.config.source);
     if (!config) {
         spdlog::error("autoheal: prolog: health config: {}: no checks run", config.error());
@@ -114,11 +111,32 @@ int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx)
     if (report.status != health::Status::kFail) return 0;
 
     const std::string reason = DrainReason(report);
-    autoheal::remediation::SlurmAdapter slurm(slurm_conf);
+    if (rc.dry_run) {
+        spdlog::warn("autoheal: prolog: node={} dry-run: would drain ({}) and fail the job's start",
+                     ctx.node, reason);
+        return 0;
+    }
+    rem::SlurmAdapter slurm(rc.slurm_conf);
+    // The breaker: past the limit of nodes autoheal may hold out of service, a failed check
+    // alerts instead of draining one more node (exiting non-zero would make Slurm drain it).
+    if (auto nodes = slurm.ListNodes()) {
+        const int out = rem::NodesTakenOut(
+            *nodes, static_cast<std::int64_t>(std::time(nullptr)) - rc.breaker.window_seconds);
+        const int limit = rem::BreakerLimit(rc.breaker, static_cast<int>(nodes->size()));
+        if (out + 1 > limit) {
+            spdlog::error(
+                "autoheal: ALERT: breaker open: {} of {} nodes already taken out by autoheal "
+                "(limit {}); node={} not drained, job={} allowed to start: {}",
+                out, nodes->size(), limit, ctx.node, ctx.job_id, reason);
+            return 0;
+        }
+    } else {
+        spdlog::error("autoheal: prolog: {}", nodes.error());
+    }
     auto drained = slurm.Drain(ctx.node, reason);
     if (!drained) {
         spdlog::error("autoheal: prolog: node={}: {}", ctx.node, drained.error());
-    } else if (*drained == autoheal::remediation::SlurmAdapter::DrainOutcome::kAdminOwned) {
+    } else if (*drained == rem::SlurmAdapter::DrainOutcome::kAdminOwned) {
         spdlog::warn("autoheal: prolog: node={} already drained by an admin: reason kept",
                      ctx.node);
     } else {

@@ -509,7 +509,9 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
     const bool requeued_elsewhere = job->being_requeued;
     in.job.failed = job->exit_code != 0 || job->state == "FAILED" || job->state == "NODE_FAIL" ||
                     job->state == "BOOT_FAIL";
-    if (job->state == "CANCELLED") in.job.failed = false;
+    // A cancelled job did not fail; a job requeued already is not this program's to judge (and
+    // does not count towards lemons).
+    if (job->state == "CANCELLED" || requeued_elsewhere) in.job.failed = false;
     in.job.requeueable = job->requeue;
     in.job.excluded = SlurmAdapter::ExpandHostlist(job->exc_nodes);
 
@@ -519,6 +521,10 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
     for (const std::string& node : in.job.nodes) {
         auto h = (*store)->History(now - 90 * 86400, node, "");
         if (h) in.history.emplace_back(node, std::move(*h));
+    }
+    for (const std::string& node : in.job.nodes) {
+        auto n = (*store)->CountJobRuns(node, "unexplained", now - rc->lemon.window_seconds);
+        if (n) in.unexplained_failures.emplace_back(node, *n);
     }
     auto recent = (*store)->History(now - rc->correlation.window_seconds, "", "");
     if (recent) in.cluster.recent = std::move(*recent);
@@ -534,6 +540,10 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
     if (requeued_elsewhere) {
         d.requeue = false;
         d.explanation.clear();
+    } else {
+        auto runs = (*store)->RecordJobRun(ctx.job_id, in.job.restart_count, in.job.nodes,
+                                           in.cluster.now, d.outcome);
+        if (!runs) spdlog::error("autoheal: epilog-ctld: {}", runs.error());
     }
 
     const bool dry = rc->dry_run;

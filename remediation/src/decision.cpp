@@ -264,6 +264,38 @@ JobDecision Decide(const DecisionInput& in) {
         }
     }
 
+    // 4b. Lemons.
+    if (!in.job.failed) {
+        out.outcome = "ok";
+    } else if (out.cause == "user_error") {
+        out.outcome = "own";
+    } else if (!out.culprits.empty()) {
+        out.outcome = "blamed";
+    } else if (out.cause == "unknown" || out.cause == "nccl_timeout") {
+        out.outcome = "unexplained";
+    } else {
+        out.outcome = "other";
+    }
+    if (out.outcome == "unexplained" && config.lemon.failures > 0) {
+        const std::string days =
+            std::to_string((config.lemon.window_seconds + 86399) / 86400) + "d";
+        for (const auto& [node, earlier] : in.unexplained_failures) {
+            const int count = earlier + 1;
+            const bool planned = std::any_of(out.plans.begin(), out.plans.end(),
+                                             [&](const NodePlan& p) { return p.node == node; });
+            if (count < config.lemon.failures || planned || !Contains(in.job.nodes, node)) continue;
+            NodePlan plan;
+            plan.node = node;
+            plan.cause = "unknown";
+            plan.rule = "lemon-node";
+            plan.actions = {"drain"};
+            plan.reason = std::string(kReasonPrefix) + " lemon: " + std::to_string(count) +
+                          " unexplained job failures within " + days +
+                          "; deep checks needed (job " + in.job.job + ")";
+            out.plans.push_back(std::move(plan));
+        }
+    }
+
     // 5. The breaker: only actions that take a node out of service count.
     const int total = static_cast<int>(in.cluster.nodes.size());
     const int limit = BreakerLimit(config.breaker, std::max(total, 1));

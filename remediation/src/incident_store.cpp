@@ -57,6 +57,19 @@ CREATE TABLE tickets (
 CREATE INDEX tickets_state_next_attempt ON tickets(state, next_attempt);
 CREATE INDEX tickets_incident ON tickets(incident_id);
 )sql",
+    // v1 -> v2: which nodes each job run used and how it ended, for "lemon" nodes (nodes that
+    // keep failing jobs while nothing names them).
+    R"sql(
+CREATE TABLE job_runs (
+    job TEXT NOT NULL,
+    run INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    PRIMARY KEY (job, run, node)
+);
+CREATE INDEX job_runs_node_time ON job_runs(node, time);
+)sql",
 };
 static_assert(std::size(kMigrations) == kIncidentSchemaVersion,
               "one migration step per schema version");
@@ -96,6 +109,12 @@ class Statement {
         const int rc = sqlite3_step(stmt_);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) rc_ = rc;
         return rc;
+    }
+
+    // Ready to run again with new bindings (keeps an error from preparing or binding).
+    void Reset() {
+        sqlite3_reset(stmt_);
+        sqlite3_clear_bindings(stmt_);
     }
 
     std::int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
@@ -412,6 +431,51 @@ Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t sin
         return MakeError("incident store " + path_ + ": history: " + Describe(db_));
     }
     return records;
+}
+
+Result<bool> IncidentStore::RecordJobRun(const std::string& job, int run,
+                                         const std::vector<std::string>& nodes, std::int64_t time,
+                                         const std::string& outcome) {
+    const std::string where = "incident store " + path_ + ": job run: ";
+    if (!Exec(db_, "BEGIN IMMEDIATE")) return MakeError(where + Describe(db_));
+    Statement insert(db_,
+                     "INSERT OR IGNORE INTO job_runs (job, run, node, time, outcome) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5)");
+    bool added = false;
+    for (const std::string& node : nodes) {
+        insert.Reset();
+        insert.Bind(1, job);
+        insert.Bind(2, std::int64_t{run});
+        insert.Bind(3, node);
+        insert.Bind(4, time);
+        insert.Bind(5, outcome);
+        if (insert.Step() != SQLITE_DONE) {
+            const std::string error = Describe(db_);
+            Exec(db_, "ROLLBACK");
+            return MakeError(where + error);
+        }
+        added = added || sqlite3_changes(db_) > 0;
+    }
+    if (!Exec(db_, "COMMIT")) {
+        const std::string error = Describe(db_);
+        Exec(db_, "ROLLBACK");
+        return MakeError(where + error);
+    }
+    return added;
+}
+
+Result<int> IncidentStore::CountJobRuns(const std::string& node, const std::string& outcome,
+                                        std::int64_t since) {
+    Statement select(db_,
+                     "SELECT count(DISTINCT job) FROM job_runs "
+                     "WHERE node = ?1 AND outcome = ?2 AND time >= ?3");
+    select.Bind(1, node);
+    select.Bind(2, outcome);
+    select.Bind(3, since);
+    if (select.Step() != SQLITE_ROW) {
+        return MakeError("incident store " + path_ + ": job runs: " + Describe(db_));
+    }
+    return static_cast<int>(select.Int(0));
 }
 
 }  // namespace autoheal::remediation

@@ -170,6 +170,25 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
                                          ": unknown setting (window, min_nodes)");
                     }
                 }
+            } else if (key == "lemon") {
+                if (!v.IsMap()) return bad("a mapping");
+                for (const auto& lk : v) {
+                    const std::string k = lk.first.as<std::string>();
+                    const YAML::Node& lv = lk.second;
+                    if (k == "failures") {
+                        if (!YamlRead(lv, &config.lemon.failures) || config.lemon.failures < 0 ||
+                            config.lemon.failures > 1000) {
+                            return bad_at(lv, "lemon.failures", "a number of jobs (0 = off)");
+                        }
+                    } else if (k == "window") {
+                        if (!duration(lv, &config.lemon.window_seconds)) {
+                            return bad_at(lv, "lemon.window", "a duration such as 7d");
+                        }
+                    } else {
+                        return MakeError(YamlWhere(source, lk.first) + ": remediation.lemon." + k +
+                                         ": unknown setting (failures, window)");
+                    }
+                }
             } else if (key == "tickets") {
                 config.tickets = v;
             } else {

@@ -487,5 +487,59 @@ TEST_F(E2E, TicketWebhookDownDuringTheFaultIsDeliveredLater) {
     }));
 }
 
+// A node that keeps failing jobs while nothing names it (no evidence on it or in the jobs'
+// output) is drained for deep checks at the third such job (the lab's lemon.failures default).
+TEST_F(E2E, NodeThatKeepsFailingJobsUnexplainedIsDrainedAsALemon) {
+    for (int i = 0; i < 3; ++i) {
+        CommandResult r;
+        auto id = Track(
+            Submit({"-w", "node2"}, "#!/bin/bash\necho 'step 12: training stopped'\nexit 3\n", &r));
+        ASSERT_TRUE(id) << r.err;
+        ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }));
+        ASSERT_TRUE(WaitUntil([&] {
+            return Query("SELECT count(*) FROM job_runs WHERE job = '" + *id + "'") ==
+                   std::vector<std::string>{"1"};
+        }));
+        if (i < 2) {
+            EXPECT_EQ(ShowNode("node2")["State"], "IDLE") << "after job " << i + 1;
+        }
+    }
+    ASSERT_TRUE(WaitUntil([] {
+        return ShowNode("node2")["State"].find("DRAIN") != std::string::npos;
+    })) << ShowNode("node2")["State"];
+    EXPECT_THAT(ShowNode("node2")["Reason"],
+                ::testing::StartsWith("autoheal: lemon: 3 unexplained job failures within 7d"));
+    EXPECT_EQ(Query("SELECT DISTINCT outcome FROM job_runs"),
+              std::vector<std::string>{"unexplained"});
+}
+
+// The prolog obeys the breaker too: with autoheal already holding as many nodes as it may, a
+// failing health check alerts and lets the job start instead of draining one more node.
+TEST_F(E2E, PrologHealthFailureBeyondTheBreakerAlertsInsteadOfDraining) {
+    for (const char* n : {"node3", "node4"}) {
+        ASSERT_EQ(RunCommand({"scontrol", "update", std::string("nodename=") + n, "state=drain",
+                              "reason=autoheal: faulty_gpu (test)"})
+                      .exit_code,
+                  0);
+    }
+    const std::string scenario = ClusterDir() + "/lib/fake-gpu/scenarios/node1.json";
+    std::ofstream(scenario) << R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0",
+                                   "remapped_rows": {"failure": true}},
+                                  {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})";
+    CommandResult r;
+    auto id = Track(Submit({"-w", "node1", "--gpus-per-node=2", "--health-check=quick"},
+                           "#!/bin/bash\necho ran on $SLURMD_NODENAME\n", &r));
+    ASSERT_TRUE(id) << r.err;
+    const bool finished = WaitUntil([&] { return JobFinished(*id); });
+    fs::remove(scenario);
+    ASSERT_TRUE(finished);
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    EXPECT_THAT(ShowNode("node1")["State"], Not(HasSubstr("DRAIN")));
+    EXPECT_THAT(AutohealLog(), HasSubstr("ALERT: breaker open: 2 of 4 nodes already taken out by "
+                                         "autoheal (limit 2); node=node1 not drained, job=" +
+                                         *id));
+}
+
 }  // namespace
 }  // namespace autoheal::testing

@@ -227,5 +227,46 @@ TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "rma_ticket"));
 }
 
+TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
+    config_.lemon = {3, 7 * 86400};
+    in_.job.nodes = {"node1"};
+    in_.reports.resize(1);  // node1's report: nothing found
+    in_.unexplained_failures = {{"node1", 2}};
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.outcome, "unexplained");
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].node, "node1");
+    EXPECT_EQ(d.plans[0].rule, "lemon-node");
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain"));
+    EXPECT_THAT(d.plans[0].reason,
+                HasSubstr("autoheal: lemon: 3 unexplained job failures within 7d"));
+    EXPECT_FALSE(d.requeue);  // nothing says the infrastructure failed
+
+    in_.unexplained_failures = {{"node1", 1}};  // the second one only
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    config_.lemon.failures = 0;  // off
+    in_.unexplained_failures = {{"node1", 10}};
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+}
+
+TEST_F(DecisionTest, OnlyUnexplainedFailuresCountTowardsLemons) {
+    in_.unexplained_failures = {{"node1", 5}, {"node2", 5}, {"node3", 5}, {"node4", 5}};
+    in_.job.failed = false;
+    EXPECT_EQ(Decide(in_).outcome, "ok");
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    in_.job.failed = true;
+    Report("node1").job_output_read = true;
+    Report("node1").job_output = {"Traceback (most recent call last):",
+                                  "ZeroDivisionError: division by zero"};
+    EXPECT_EQ(Decide(in_).outcome, "own");
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    Report("node1").job_output.clear();
+    Report("node2").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.outcome, "blamed");
+    ASSERT_EQ(d.plans.size(), 1u);  // node2's own plan, no lemons
+    EXPECT_EQ(d.plans[0].rule, "xid-79-fallen-off-bus");
+}
+
 }  // namespace
 }  // namespace autoheal::remediation

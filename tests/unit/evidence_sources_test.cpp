@@ -122,6 +122,13 @@ TEST(RemediationConfig, DefaultsAndErrorsWithLineAndColumn) {
     EXPECT_TRUE(good->dry_run);
     EXPECT_EQ(KernelLogFor(*good, "gpu7"), "/var/log/kern-gpu7.log");
     EXPECT_EQ(good->breaker.window_seconds, 7200);
+    auto lemon = ParseRemediationConfig(YAML::Load("lemon: {failures: 4, window: 2d}\n"), "a.yaml");
+    ASSERT_TRUE(lemon) << lemon.error();
+    EXPECT_EQ(lemon->lemon.failures, 4);
+    EXPECT_EQ(lemon->lemon.window_seconds, 2 * 86400);
+    auto bad_lemon = ParseRemediationConfig(YAML::Load("lemon: {failures: -1}\n"), "a.yaml");
+    ASSERT_FALSE(bad_lemon);
+    EXPECT_THAT(bad_lemon.error(), HasSubstr("a.yaml:1:19: remediation.lemon.failures"));
     auto bad = ParseRemediationConfig(YAML::Load("dry_run: true\nbreaker: {window: soon}\n"),
                                       "autoheal.yaml");
     ASSERT_FALSE(bad);

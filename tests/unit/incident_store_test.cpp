@@ -92,16 +92,17 @@ class IncidentStoreTest : public ::testing::Test {
     fs::path path_;
 };
 
-TEST_F(IncidentStoreTest, OpenCreatesSchemaV1InWalMode) {
+TEST_F(IncidentStoreTest, OpenCreatesTheSchemaInWalMode) {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(fs::exists(path_));
     Raw raw(path_);
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
-    EXPECT_EQ(kIncidentSchemaVersion, 1);
-    for (const char* name : {"incidents", "actions", "tickets", "incidents_node_time",
-                             "incidents_gpu_time", "tickets_state_next_attempt"}) {
+    EXPECT_EQ(kIncidentSchemaVersion, 2);
+    for (const char* name :
+         {"incidents", "actions", "tickets", "incidents_node_time", "incidents_gpu_time",
+          "tickets_state_next_attempt", "job_runs", "job_runs_node_time"}) {
         EXPECT_EQ(raw.Query(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") +
                             name + "'"),
                   "1")
@@ -123,7 +124,7 @@ TEST_F(IncidentStoreTest, ReopenIsANoOp) {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "1");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
     EXPECT_EQ(raw.Query("SELECT group_concat(sql) FROM sqlite_master"), schema_before);
     EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "1");
     auto again = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "k1"));
@@ -135,13 +136,13 @@ TEST_F(IncidentStoreTest, NewerSchemaIsRefusedAndLeftAlone) {
     {
         Raw raw(path_);
         raw.Exec("CREATE TABLE incidents (id INTEGER PRIMARY KEY, future TEXT)");
-        raw.Exec("PRAGMA user_version = 2");
+        raw.Exec("PRAGMA user_version = 3");
     }
     auto store = IncidentStore::Open(path_.string());
     ASSERT_FALSE(store.ok());
-    EXPECT_NE(store.error().find("schema version 2 is newer"), std::string::npos) << store.error();
+    EXPECT_NE(store.error().find("schema version 3 is newer"), std::string::npos) << store.error();
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "3");
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "delete");  // not even switched to WAL
 }
 
@@ -481,8 +482,46 @@ TEST_F(IncidentStoreTest, ConcurrentFirstOpensMigrateOnce) {
     for (const auto& e : errors) EXPECT_EQ(e, "");
     EXPECT_EQ(ok.load(), 8);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "1");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
     EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "8");
+}
+
+TEST_F(IncidentStoreTest, AVersion1FileIsMigratedKeepingItsIncidents) {
+    {
+        // What autoheal wrote before job runs were recorded: schema version 1 with an incident.
+        Raw raw(path_);
+        raw.Exec(
+            "CREATE TABLE incidents (id INTEGER PRIMARY KEY, time INTEGER NOT NULL, "
+            "job TEXT NOT NULL DEFAULT '', node TEXT NOT NULL DEFAULT '', gpu TEXT NOT NULL "
+            "DEFAULT '', cause TEXT NOT NULL DEFAULT '', rule TEXT NOT NULL DEFAULT '', "
+            "confidence REAL NOT NULL DEFAULT 0, evidence_json TEXT NOT NULL DEFAULT '[]', "
+            "dedup_key TEXT UNIQUE)");
+        raw.Exec("INSERT INTO incidents (time, node, cause, dedup_key) VALUES (5, 'n1', 'x', 'k')");
+        raw.Exec("PRAGMA user_version = 1");
+    }
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
+    EXPECT_EQ(raw.Query("SELECT node FROM incidents"), "n1");
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE name = 'job_runs'"), "1");
+}
+
+TEST_F(IncidentStoreTest, JobRunsAreRecordedOnceAndCountedPerDistinctJob) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto first = store->RecordJobRun("10", 0, {"n1", "n2"}, 100, "unexplained");
+    ASSERT_TRUE(first.ok()) << first.error();
+    EXPECT_TRUE(*first);
+    EXPECT_FALSE(*store->RecordJobRun("10", 0, {"n1", "n2"}, 100, "unexplained"));  // a rerun
+    ASSERT_TRUE(store->RecordJobRun("10", 1, {"n1"}, 110, "unexplained").ok());     // same job
+    ASSERT_TRUE(store->RecordJobRun("11", 0, {"n1"}, 120, "unexplained").ok());
+    ASSERT_TRUE(store->RecordJobRun("12", 0, {"n1"}, 130, "ok").ok());
+    ASSERT_TRUE(store->RecordJobRun("13", 0, {"n1"}, 50, "unexplained").ok());  // too old
+    EXPECT_EQ(*store->CountJobRuns("n1", "unexplained", 100), 2);
+    EXPECT_EQ(*store->CountJobRuns("n2", "unexplained", 100), 1);
+    EXPECT_EQ(*store->CountJobRuns("n1", "ok", 0), 1);
+    EXPECT_EQ(*store->CountJobRuns("n3", "unexplained", 0), 0);
 }
 
 TEST_F(IncidentStoreTest, InjectionLookingStringsAreStoredVerbatim) {
@@ -520,7 +559,8 @@ TEST_F(IncidentStoreTest, InjectionLookingStringsAreStoredVerbatim) {
     EXPECT_EQ((*due)[0].sink, evil);
 
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), "3");
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
+              "4");  // incidents, actions, tickets, job_runs: none dropped
     EXPECT_EQ(raw.Query("SELECT detail FROM actions"), "?1 ?2 :x @y $z");
     EXPECT_EQ(raw.Query("SELECT dedup_key FROM incidents"), "key'; DELETE FROM tickets; --");
 }

@@ -12,6 +12,9 @@
 // 4. Network correlation: nodes under one leaf switch with a network cause in this job or in the
 //    store's recent incidents (within the window) -> one incident for the switch, one network
 //    ticket naming it, and no node tickets.
+// 4b. Lemons: a failed run that nothing explains (no node named, cause unknown or an NCCL
+//    timeout) counts against each of its nodes; a node with `lemon.failures` such jobs within
+//    `lemon.window` (this one included) is drained for deep checks.
 // 5. The breaker: nodes autoheal took out within its window (from Slurm's node states) plus the
 //    ones this decision would take out, against max_nodes and max_fraction of the cluster;
 //    beyond it the node actions are held (recorded, alerted, culprits quarantined).
@@ -87,6 +90,11 @@ struct JobDecision {
     bool breaker_open = false;
     std::string breaker_note;
     std::vector<std::string> quarantine;  // culprits left in service: soft-avoid them
+    // How the run ended, for the store's job runs: "ok", "own" (the job's own bug), "blamed" (a
+    // node was named), "unexplained" (it failed, the cause is unknown or an NCCL timeout, and
+    // nothing named a node) or "other" (it failed of a cause that blames no node, such as a
+    // software dependency).
+    std::string outcome = "ok";
     bool requeue = false;
     std::vector<std::string> exclude;  // the job's excluded nodes after this decision
     std::string explanation;           // one line for the user (AdminComment)
@@ -101,6 +109,8 @@ struct DecisionInput {
     const RemediationConfig* config = nullptr;
     // Escalation history per node; may be empty.
     std::vector<std::pair<std::string, std::vector<diag::HistoryRecord>>> history;
+    // Per node: distinct earlier jobs within lemon.window that failed unexplained on it.
+    std::vector<std::pair<std::string, int>> unexplained_failures;
 };
 
 JobDecision Decide(const DecisionInput& input);

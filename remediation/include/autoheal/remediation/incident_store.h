@@ -28,7 +28,7 @@ struct sqlite3;
 namespace autoheal::remediation {
 
 // The schema version this build writes (PRAGMA user_version once migrated).
-inline constexpr int kIncidentSchemaVersion = 1;
+inline constexpr int kIncidentSchemaVersion = 2;
 
 // The most records History() returns.
 inline constexpr int kHistoryLimit = 1000;
@@ -113,6 +113,17 @@ class IncidentStore {
     // - both empty: every incident.
     Result<std::vector<diag::HistoryRecord>> History(std::int64_t since, const std::string& node,
                                                      const std::string& gpu);
+
+    // Records that run `run` of `job` used `nodes` and ended with `outcome` ("ok", "own" for the
+    // job's own bug, "blamed" when a node was named, "unexplained" when it failed and nothing
+    // named a node). Idempotent per (job, run, node); true when anything was added.
+    Result<bool> RecordJobRun(const std::string& job, int run,
+                              const std::vector<std::string>& nodes, std::int64_t time,
+                              const std::string& outcome);
+
+    // How many distinct jobs ran on `node` since `since` and ended with `outcome`.
+    Result<int> CountJobRuns(const std::string& node, const std::string& outcome,
+                             std::int64_t since);
 
   private:
     explicit IncidentStore(sqlite3* db, std::string path);

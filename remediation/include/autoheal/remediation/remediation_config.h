@@ -14,6 +14,7 @@
 //   quarantine_hours: 24           # soft-avoid culprits autoheal could not take out
 //   breaker: {max_fraction: 0.10, max_nodes: 16, window: 1h}
 //   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
+//   lemon: {failures: 3, window: 7d}   # a node in this many unexplained job failures: drained
 //   tickets: {...}                 # sinks, see tickets.h
 #pragma once
 
@@ -38,6 +39,13 @@ struct CorrelationConfig {
     int min_nodes = 2;
 };
 
+// A "lemon": a node that keeps failing jobs (distinct jobs that failed while nothing named a
+// node) although its checks pass. 0 failures turns the detection off.
+struct LemonConfig {
+    int failures = 3;
+    std::int64_t window_seconds = 7 * 86400;
+};
+
 struct RemediationConfig {
     bool dry_run = false;
     std::string slurm_conf;  // empty: $SLURM_CONF, else Slurm's default
@@ -50,6 +58,7 @@ struct RemediationConfig {
     double quarantine_hours = 24;
     BreakerConfig breaker;
     CorrelationConfig correlation;
+    LemonConfig lemon;
     YAML::Node tickets;  // parsed by ParseTicketConfig (tickets.h)
 };
 
