@@ -10,6 +10,8 @@
 #   GPU_CHECK_TIMEOUT=150            seconds allowed for one GPU's checks
 #   HEALTH_TIER=quick|full           the tier `autoheal health` runs (default quick)
 #   CUDA_VISIBLE_DEVICES=...         honoured: only those GPUs are tested
+#   AUTOHEAL_BIN=path                the autoheal program for the health step (e.g. one built
+#                                    on another machine, when this one cannot build the project)
 #   MODULE=path.so                   test this module and build nothing but the driver (e.g.
 #                                    build/fakes/cuda/libautoheal_cuda_fake.so, to try this
 #                                    script on a machine without GPUs)
@@ -121,6 +123,8 @@ if [ "$count" -gt 1 ]; then
     timeout -k 10 120 "$driver" "$module" run 0 nccl nccl_allreduce '{"bytes": 268435456, "iterations": 20}' \
         | tee -a "$results"
 fi
+
+[ -n "${AUTOHEAL_BIN:-}" ] && autoheal_bin=$AUTOHEAL_BIN
 
 # --- autoheal health, end to end (NVML snapshot + the CUDA module) ----------------------------
 if [ -n "$autoheal_bin" ] && [ -x "$autoheal_bin" ]; then

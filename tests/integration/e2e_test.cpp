@@ -312,7 +312,9 @@ TEST_F(E2E, Xid13BurstIsNotTheNodesFault) {
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
     EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
     EXPECT_THAT(Explanation(job, *id), HasSubstr("not requeued: the job failed by itself"));
-    EXPECT_EQ(ShowNode(node)["State"], "IDLE");
+    // The node may still be COMPLETING for a moment after the explanation is written.
+    EXPECT_TRUE(WaitUntil([&] { return ShowNode(node)["State"] == "IDLE"; }))
+        << ShowNode(node)["State"] << " " << ShowNode(node)["Reason"];
     EXPECT_TRUE(Query("SELECT action FROM actions WHERE action IN ('drain','reboot')").empty());
 }
 
@@ -501,7 +503,8 @@ TEST_F(E2E, NodeThatKeepsFailingJobsUnexplainedIsDrainedAsALemon) {
                    std::vector<std::string>{"1"};
         }));
         if (i < 2) {
-            EXPECT_EQ(ShowNode("node2")["State"], "IDLE") << "after job " << i + 1;
+            EXPECT_TRUE(WaitUntil([] { return ShowNode("node2")["State"] == "IDLE"; }))
+                << "after job " << i + 1 << ": " << ShowNode("node2")["State"];
         }
     }
     ASSERT_TRUE(WaitUntil([] {
