@@ -141,10 +141,6 @@ void ResetGpus(const RemediationConfig& rc, const diag::Diagnosis& local,
     report->actions_done.push_back("reset_gpu " + gpu + ": " + RunCommand(argv, 60));
 }
 
-std::string DecisionFile(const std::string& state_dir, const std::string& job, int restart) {
-    return JobDir(state_dir, job) + "/run" + std::to_string(restart) + "/decision.json";
-}
-
 // Appends `text` to the user's file as that user (a child process with the user's ids), so root
 // never writes through a link or into a file the user could not write.
 Result<bool> AppendAsUser(const std::string& path, const std::string& text, uid_t uid) {
@@ -562,6 +558,12 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
         rec.confidence = v.diagnosis.confidence;
         rec.evidence_json = EvidenceJson(v);
         rec.dedup_key = run + "/" + v.node + "/" + v.diagnosis.rule + "/" + rec.gpu;
+        for (const NodeReport& r : in.reports) {
+            if (r.node != v.node || rec.gpu.empty()) continue;
+            for (const GpuIdentity& g : r.gpus) {
+                if (g.pci == rec.gpu) rec.gpu_serial = g.serial;
+            }
+        }
         auto id = (*store)->RecordIncident(rec);
         if (id)
             incident_of[v.node] = *id;
@@ -749,12 +751,36 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
         record(*job_incident, "explain", ctx.job_id, dry ? "dry-run" : "done", d.explanation);
     }
 
-    // For the batch host's epilog, which appends the explanation to the job's output.
-    auto decided = WriteFileAtomically(
-        DecisionFile(config.state_dir, ctx.job_id, in.job.restart_count),
-        nlohmann::json{{"explanation", d.explanation}, {"requeue", d.requeue}}.dump(
-            -1, ' ', false, nlohmann::json::error_handler_t::replace),
-        0644, 0755);
+    if (!requeued_elsewhere) {
+        RunRecord r;
+        r.job = ctx.job_id;
+        r.run = in.job.restart_count;
+        r.nodes = static_cast<int>(in.job.nodes.size());
+        r.node_list = ctx.nodelist;
+        r.start_time = job->start_time;
+        r.end_time = job->end_time > 0 ? job->end_time : in.cluster.now;
+        r.decided_at = Now();
+        r.outcome = d.outcome;
+        r.cause = d.cause;
+        r.culprits = SlurmAdapter::CompressHostlist(d.culprits);
+        r.requeued = d.requeue && !dry && requeue_note.empty();
+        auto recorded = (*store)->RecordRun(r);
+        if (!recorded) spdlog::error("autoheal: epilog-ctld: {}", recorded.error());
+    }
+
+    // For the batch host's epilog, which appends the explanation to the job's output, and for
+    // `autoheal replay`, which decides the run again under other rules.
+    DecisionRecord record_out;
+    record_out.explanation = d.explanation;
+    record_out.requeue = d.requeue;
+    record_out.cause = d.cause;
+    record_out.rule = d.rule;
+    record_out.outcome = d.outcome;
+    record_out.culprits = d.culprits;
+    record_out.facts = in.job;
+    auto decided =
+        WriteFileAtomically(DecisionFile(config.state_dir, ctx.job_id, in.job.restart_count),
+                            DecisionRecordToJson(record_out), 0644, 0755);
     if (!decided) spdlog::warn("autoheal: epilog-ctld: {}", decided.error());
 
     // Tickets that are due (this job's and earlier ones that could not be delivered).

@@ -70,6 +70,27 @@ CREATE TABLE job_runs (
 );
 CREATE INDEX job_runs_node_time ON job_runs(node, time);
 )sql",
+    // v2 -> v3: one row per decided job run (how long it ran, on how many nodes, why it ended,
+    // whether it was requeued) for metrics and reports; GPU serial numbers on incidents, so a
+    // GPU's history follows it across slots and nodes.
+    R"sql(
+CREATE TABLE runs (
+    job TEXT NOT NULL,
+    run INTEGER NOT NULL,
+    nodes INTEGER NOT NULL,
+    node_list TEXT NOT NULL DEFAULT '',
+    start_time INTEGER NOT NULL,
+    end_time INTEGER NOT NULL,
+    decided_at INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    cause TEXT NOT NULL DEFAULT '',
+    culprits TEXT NOT NULL DEFAULT '',
+    requeued INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job, run)
+);
+CREATE INDEX runs_end_time ON runs(end_time);
+ALTER TABLE incidents ADD COLUMN gpu_serial TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == kIncidentSchemaVersion,
               "one migration step per schema version");
@@ -248,7 +269,8 @@ Result<std::unique_ptr<IncidentStore>> IncidentStore::Open(const std::string& pa
 Result<std::int64_t> IncidentStore::RecordIncident(const IncidentRecord& incident) {
     Statement insert(db_,
                      "INSERT INTO incidents (time, job, node, gpu, cause, rule, confidence, "
-                     "evidence_json, dedup_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                     "evidence_json, dedup_key, gpu_serial) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
                      "ON CONFLICT (dedup_key) DO NOTHING");
     insert.Bind(1, incident.time);
     insert.Bind(2, incident.job);
@@ -263,6 +285,7 @@ Result<std::int64_t> IncidentStore::RecordIncident(const IncidentRecord& inciden
     } else {
         insert.Bind(9, incident.dedup_key);
     }
+    insert.Bind(10, incident.gpu_serial);
     if (insert.Step() != SQLITE_DONE) {
         return MakeError("incident store " + path_ + ": record incident: " + Describe(db_));
     }
@@ -476,6 +499,153 @@ Result<int> IncidentStore::CountJobRuns(const std::string& node, const std::stri
         return MakeError("incident store " + path_ + ": job runs: " + Describe(db_));
     }
     return static_cast<int>(select.Int(0));
+}
+
+Result<bool> IncidentStore::RecordRun(const RunRecord& r) {
+    Statement insert(db_,
+                     "INSERT INTO runs (job, run, nodes, node_list, start_time, end_time, "
+                     "decided_at, outcome, cause, culprits, requeued) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+                     "ON CONFLICT (job, run) DO NOTHING");
+    insert.Bind(1, r.job);
+    insert.Bind(2, std::int64_t{r.run});
+    insert.Bind(3, std::int64_t{r.nodes});
+    insert.Bind(4, r.node_list);
+    insert.Bind(5, r.start_time);
+    insert.Bind(6, r.end_time);
+    insert.Bind(7, r.decided_at);
+    insert.Bind(8, r.outcome);
+    insert.Bind(9, r.cause);
+    insert.Bind(10, r.culprits);
+    insert.Bind(11, std::int64_t{r.requeued ? 1 : 0});
+    if (insert.Step() != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": record run " + r.job + "/" +
+                         std::to_string(r.run) + ": " + Describe(db_));
+    }
+    return sqlite3_changes(db_) == 1;
+}
+
+Result<std::vector<IncidentRow>> IncidentStore::Incidents(const IncidentQuery& q) {
+    // Constant SQL; an empty filter matches everything.
+    Statement select(db_,
+                     "SELECT id, time, job, node, gpu, gpu_serial, cause, rule, confidence, "
+                     "evidence_json FROM incidents WHERE time >= ?1 AND time <= ?2 "
+                     "AND (?3 = '' OR node = ?3) AND (?4 = '' OR cause = ?4) "
+                     "AND (?5 = '' OR job = ?5) AND (?6 = 0 OR node != '') "
+                     "ORDER BY time DESC, id DESC LIMIT ?7");
+    select.Bind(1, q.since);
+    select.Bind(2, q.until);
+    select.Bind(3, q.node);
+    select.Bind(4, q.cause);
+    select.Bind(5, q.job);
+    select.Bind(6, std::int64_t{q.nodes_only ? 1 : 0});
+    select.Bind(7, std::int64_t{q.limit});
+    std::vector<IncidentRow> rows;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        IncidentRow& r = rows.emplace_back();
+        r.id = select.Int(0);
+        r.time = select.Int(1);
+        r.job = select.Text(2);
+        r.node = select.Text(3);
+        r.gpu = select.Text(4);
+        r.gpu_serial = select.Text(5);
+        r.cause = select.Text(6);
+        r.rule = select.Text(7);
+        r.confidence = select.Real(8);
+        r.evidence_json = select.Text(9);
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": incidents: " + Describe(db_));
+    }
+    return rows;
+}
+
+Result<std::vector<ActionRow>> IncidentStore::Actions(std::int64_t since,
+                                                      const std::string& target) {
+    Statement select(db_,
+                     "SELECT id, incident_id, time, action, target, outcome, detail FROM actions "
+                     "WHERE time >= ?1 AND (?2 = '' OR target = ?2) ORDER BY time DESC, id DESC "
+                     "LIMIT ?3");
+    select.Bind(1, since);
+    select.Bind(2, target);
+    select.Bind(3, std::int64_t{kHistoryLimit});
+    std::vector<ActionRow> rows;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        ActionRow& r = rows.emplace_back();
+        r.id = select.Int(0);
+        r.incident_id = select.Int(1);
+        r.time = select.Int(2);
+        r.action = select.Text(3);
+        r.target = select.Text(4);
+        r.outcome = select.Text(5);
+        r.detail = select.Text(6);
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": actions: " + Describe(db_));
+    }
+    return rows;
+}
+
+Result<std::vector<TicketRow>> IncidentStore::Tickets(bool undelivered_only) {
+    Statement select(db_,
+                     "SELECT t.id, t.incident_id, t.kind, t.dedup_key, t.state, t.attempts, "
+                     "t.next_attempt, t.payload_json, t.sink, t.last_error, i.node, i.time "
+                     "FROM tickets t JOIN incidents i ON i.id = t.incident_id "
+                     "WHERE (?1 = 0 OR t.state != 'delivered') ORDER BY t.id DESC LIMIT ?2");
+    select.Bind(1, std::int64_t{undelivered_only ? 1 : 0});
+    select.Bind(2, std::int64_t{kHistoryLimit});
+    std::vector<TicketRow> rows;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        TicketRow& t = rows.emplace_back();
+        t.id = select.Int(0);
+        t.incident_id = select.Int(1);
+        t.kind = select.Text(2);
+        t.dedup_key = select.Text(3);
+        t.state = select.Text(4);
+        t.attempts = static_cast<int>(select.Int(5));
+        t.next_attempt = select.Int(6);
+        t.payload_json = select.Text(7);
+        t.sink = select.Text(8);
+        t.last_error = select.Text(9);
+        t.node = select.Text(10);
+        t.opened = select.Int(11);
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": tickets: " + Describe(db_));
+    }
+    return rows;
+}
+
+Result<std::vector<RunRecord>> IncidentStore::Runs(std::int64_t since) {
+    Statement select(db_,
+                     "SELECT job, run, nodes, node_list, start_time, end_time, decided_at, "
+                     "outcome, cause, culprits, requeued FROM runs WHERE end_time >= ?1 "
+                     "ORDER BY end_time, job, run LIMIT ?2");
+    select.Bind(1, since);
+    select.Bind(2, std::int64_t{kRunsLimit});
+    std::vector<RunRecord> rows;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        RunRecord& r = rows.emplace_back();
+        r.job = select.Text(0);
+        r.run = static_cast<int>(select.Int(1));
+        r.nodes = static_cast<int>(select.Int(2));
+        r.node_list = select.Text(3);
+        r.start_time = select.Int(4);
+        r.end_time = select.Int(5);
+        r.decided_at = select.Int(6);
+        r.outcome = select.Text(7);
+        r.cause = select.Text(8);
+        r.culprits = select.Text(9);
+        r.requeued = select.Int(10) != 0;
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": runs: " + Describe(db_));
+    }
+    return rows;
 }
 
 }  // namespace autoheal::remediation

@@ -1,6 +1,10 @@
 #include "autoheal/remediation/job_records.h"
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
+
+#include "autoheal/remediation/decision.h"
 
 namespace autoheal::remediation {
 
@@ -17,6 +21,9 @@ std::string JobDir(const std::string& state_dir, const std::string& job) {
 std::string PrologFile(const std::string& state_dir, const std::string& job,
                        const std::string& node) {
     return JobDir(state_dir, job) + "/" + node + ".prolog.json";
+}
+std::string DecisionFile(const std::string& state_dir, const std::string& job, int restart) {
+    return JobDir(state_dir, job) + "/run" + std::to_string(restart) + "/decision.json";
 }
 std::string EpilogFile(const std::string& state_dir, const std::string& job, int restart,
                        const std::string& node) {
@@ -36,6 +43,19 @@ std::vector<std::string> Strings(const nlohmann::json& j, const char* key) {
 
 std::string Str(const nlohmann::json& j, const char* key) {
     return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+// An integer field, or `fallback` when it is missing, not an integer or out of int's range.
+template <typename T>
+T Int(const nlohmann::json& j, const char* key, T fallback) {
+    if (!j.contains(key) || !j[key].is_number_integer()) return fallback;
+    const auto v = j[key].get<std::int64_t>();
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return fallback;
+    return static_cast<T>(v);
+}
+
+bool Bool(const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
 }
 
 }  // namespace
@@ -70,14 +90,14 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
     NodeReport r;
     r.job = Str(j, "job");
     r.node = Str(j, "node");
-    r.restart = j.value("restart", 0);
-    r.time = j.value("time", static_cast<std::int64_t>(0));
+    r.restart = Int(j, "restart", 0);
+    r.time = Int(j, "time", std::int64_t{0});
     r.exit_code = Str(j, "exit_code");
     r.kernel = Strings(j, "kernel");
     r.nvml = Strings(j, "nvml");
     r.health = Strings(j, "health");
     r.job_output = Strings(j, "job_output");
-    r.job_output_read = j.value("job_output_read", false);
+    r.job_output_read = Bool(j, "job_output_read");
     if (j.contains("gpus") && j["gpus"].is_array()) {
         for (const auto& g : j["gpus"]) {
             if (!g.is_object()) continue;
@@ -89,6 +109,47 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
     r.problems = Strings(j, "problems");
     if (r.node.empty()) return MakeError("no node named");
     return r;
+}
+
+std::string DecisionRecordToJson(const DecisionRecord& d) {
+    nlohmann::json facts = {
+        {"failed", d.facts.failed},           {"restart_count", d.facts.restart_count},
+        {"requeueable", d.facts.requeueable}, {"nodes", d.facts.nodes},
+        {"excluded", d.facts.excluded},       {"missing_reports", d.facts.missing_reports}};
+    if (d.facts.auto_resume) facts["auto_resume"] = *d.facts.auto_resume;
+    return nlohmann::json{{"explanation", d.explanation},
+                          {"requeue", d.requeue},
+                          {"cause", d.cause},
+                          {"rule", d.rule},
+                          {"outcome", d.outcome},
+                          {"culprits", d.culprits},
+                          {"facts", facts}}
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return MakeError("not a JSON object");
+    DecisionRecord d;
+    d.explanation = Str(j, "explanation");
+    d.requeue = Bool(j, "requeue");
+    d.cause = Str(j, "cause");
+    d.rule = Str(j, "rule");
+    d.outcome = Str(j, "outcome");
+    d.culprits = Strings(j, "culprits");
+    if (j.contains("facts") && j["facts"].is_object()) {
+        const nlohmann::json& f = j["facts"];
+        d.facts.failed = Bool(f, "failed");
+        d.facts.restart_count = Int(f, "restart_count", 0);
+        d.facts.requeueable = !f.contains("requeueable") || Bool(f, "requeueable");
+        d.facts.nodes = Strings(f, "nodes");
+        d.facts.excluded = Strings(f, "excluded");
+        d.facts.missing_reports = Strings(f, "missing_reports");
+        if (f.contains("auto_resume") && f["auto_resume"].is_number_integer()) {
+            d.facts.auto_resume = Int(f, "auto_resume", 0);
+        }
+    }
+    return d;
 }
 
 }  // namespace autoheal::remediation

@@ -268,5 +268,42 @@ TEST_F(DecisionTest, OnlyUnexplainedFailuresCountTowardsLemons) {
     EXPECT_EQ(d.plans[0].rule, "xid-79-fallen-off-bus");
 }
 
+TEST(DecisionRecord, RoundTripsAndToleratesMistypedFields) {
+    DecisionRecord d;
+    d.explanation = "autoheal: requeued 1/3 excluding node2";
+    d.requeue = true;
+    d.cause = "faulty_gpu";
+    d.rule = "xid-79";
+    d.outcome = "blamed";
+    d.culprits = {"node2"};
+    d.facts.failed = true;
+    d.facts.restart_count = 1;
+    d.facts.auto_resume = 3;
+    d.facts.nodes = {"node1", "node2"};
+    d.facts.excluded = {"node9"};
+    auto back = DecisionRecordFromJson(DecisionRecordToJson(d));
+    ASSERT_TRUE(back.ok()) << back.error();
+    EXPECT_EQ(back->explanation, d.explanation);
+    EXPECT_TRUE(back->requeue);
+    EXPECT_EQ(back->cause, "faulty_gpu");
+    EXPECT_THAT(back->culprits, ElementsAre("node2"));
+    EXPECT_TRUE(back->facts.failed);
+    EXPECT_EQ(back->facts.restart_count, 1);
+    EXPECT_EQ(back->facts.auto_resume, 3);
+    EXPECT_THAT(back->facts.nodes, ElementsAre("node1", "node2"));
+    EXPECT_THAT(back->facts.excluded, ElementsAre("node9"));
+
+    // Written by an older autoheal (no facts) or tampered with: defaults, never an exception.
+    auto old = DecisionRecordFromJson(R"({"explanation": "x", "requeue": "yes",
+        "facts": {"restart_count": "two", "auto_resume": 1e40, "nodes": [1, "n1"]}})");
+    ASSERT_TRUE(old.ok());
+    EXPECT_FALSE(old->requeue);
+    EXPECT_EQ(old->facts.restart_count, 0);
+    EXPECT_FALSE(old->facts.auto_resume);
+    EXPECT_THAT(old->facts.nodes, ElementsAre("n1"));
+    EXPECT_FALSE(DecisionRecordFromJson("[1,2]").ok());
+    EXPECT_FALSE(DecisionRecordFromJson("{").ok());
+}
+
 }  // namespace
 }  // namespace autoheal::remediation

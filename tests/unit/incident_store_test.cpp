@@ -99,10 +99,10 @@ TEST_F(IncidentStoreTest, OpenCreatesTheSchemaInWalMode) {
     Raw raw(path_);
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
-    EXPECT_EQ(kIncidentSchemaVersion, 2);
-    for (const char* name :
-         {"incidents", "actions", "tickets", "incidents_node_time", "incidents_gpu_time",
-          "tickets_state_next_attempt", "job_runs", "job_runs_node_time"}) {
+    EXPECT_EQ(kIncidentSchemaVersion, 3);
+    for (const char* name : {"incidents", "actions", "tickets", "incidents_node_time",
+                             "incidents_gpu_time", "tickets_state_next_attempt", "job_runs",
+                             "job_runs_node_time", "runs", "runs_end_time"}) {
         EXPECT_EQ(raw.Query(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") +
                             name + "'"),
                   "1")
@@ -124,7 +124,7 @@ TEST_F(IncidentStoreTest, ReopenIsANoOp) {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
     EXPECT_EQ(raw.Query("SELECT group_concat(sql) FROM sqlite_master"), schema_before);
     EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "1");
     auto again = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "k1"));
@@ -136,13 +136,13 @@ TEST_F(IncidentStoreTest, NewerSchemaIsRefusedAndLeftAlone) {
     {
         Raw raw(path_);
         raw.Exec("CREATE TABLE incidents (id INTEGER PRIMARY KEY, future TEXT)");
-        raw.Exec("PRAGMA user_version = 3");
+        raw.Exec("PRAGMA user_version = 4");
     }
     auto store = IncidentStore::Open(path_.string());
     ASSERT_FALSE(store.ok());
-    EXPECT_NE(store.error().find("schema version 3 is newer"), std::string::npos) << store.error();
+    EXPECT_NE(store.error().find("schema version 4 is newer"), std::string::npos) << store.error();
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "3");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "4");
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "delete");  // not even switched to WAL
 }
 
@@ -482,7 +482,7 @@ TEST_F(IncidentStoreTest, ConcurrentFirstOpensMigrateOnce) {
     for (const auto& e : errors) EXPECT_EQ(e, "");
     EXPECT_EQ(ok.load(), 8);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
     EXPECT_EQ(raw.Query("SELECT count(*) FROM incidents"), "8");
 }
 
@@ -502,9 +502,96 @@ TEST_F(IncidentStoreTest, AVersion1FileIsMigratedKeepingItsIncidents) {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "2");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "3");
     EXPECT_EQ(raw.Query("SELECT node FROM incidents"), "n1");
+    EXPECT_EQ(raw.Query("SELECT gpu_serial FROM incidents"), "");
     EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE name = 'job_runs'"), "1");
+    EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), "1");
+}
+
+TEST_F(IncidentStoreTest, RunsAreRecordedOnceAndListedOldestFirst) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    RunRecord r;
+    r.job = "7";
+    r.run = 0;
+    r.nodes = 4;
+    r.node_list = "node[1-4]";
+    r.start_time = 1000;
+    r.end_time = 4600;
+    r.decided_at = 4601;
+    r.outcome = "blamed";
+    r.cause = "faulty_gpu";
+    r.culprits = "node2";
+    r.requeued = true;
+    ASSERT_TRUE(*store->RecordRun(r));
+    EXPECT_FALSE(*store->RecordRun(r));  // the same run again: the first record wins
+    RunRecord older = r;
+    older.job = "6";
+    older.end_time = 900;
+    older.requeued = false;
+    ASSERT_TRUE(*store->RecordRun(older));
+    auto all = store->Runs(0);
+    ASSERT_TRUE(all.ok()) << all.error();
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ((*all)[0].job, "6");
+    EXPECT_EQ((*all)[1].job, "7");
+    EXPECT_EQ((*all)[1].nodes, 4);
+    EXPECT_EQ((*all)[1].culprits, "node2");
+    EXPECT_TRUE((*all)[1].requeued);
+    EXPECT_FALSE((*all)[0].requeued);
+    EXPECT_EQ(store->Runs(1000)->size(), 1u);
+}
+
+TEST_F(IncidentStoreTest, IncidentsActionsAndTicketsAreQueriedWithFilters) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    IncidentRecord a = Incident(100, "node-a", "0000:3b:00.0", "a");
+    a.gpu_serial = "1654024197323";
+    IncidentRecord b = Incident(200, "node-b", "", "b");
+    b.cause = "network_switch_cable";
+    IncidentRecord job = Incident(300, "", "", "j");  // the job's own incident
+    const std::int64_t ia = *store->RecordIncident(a);
+    *store->RecordIncident(b);
+    *store->RecordIncident(job);
+
+    IncidentQuery q;
+    auto rows = store->Incidents(q);
+    ASSERT_TRUE(rows.ok()) << rows.error();
+    ASSERT_EQ(rows->size(), 3u);
+    EXPECT_EQ((*rows)[0].time, 300);  // newest first
+    q.nodes_only = true;
+    EXPECT_EQ(store->Incidents(q)->size(), 2u);
+    q.node = "node-a";
+    rows = store->Incidents(q);
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].gpu_serial, "1654024197323");
+    EXPECT_EQ((*rows)[0].evidence_json, R"([{"kind":"xid","code":79}])");
+    q = IncidentQuery{};
+    q.cause = "network_switch_cable";
+    EXPECT_EQ(store->Incidents(q)->size(), 1u);
+    q = IncidentQuery{};
+    q.since = 150;
+    q.until = 250;
+    rows = store->Incidents(q);
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].node, "node-b");
+
+    ASSERT_TRUE(*store->RecordAction(ia, "drain", "node-a", "done", "autoheal: faulty_gpu"));
+    ASSERT_TRUE(*store->RecordAction(ia, "rma_ticket", "node-a", "opened", "k"));
+    EXPECT_EQ(store->Actions(0, "node-a")->size(), 2u);
+    EXPECT_EQ(store->Actions(0, "node-b")->size(), 0u);
+
+    const std::int64_t t1 = *store->OpenTicket(ia, "rma", "rma/a", "{}", "spool");
+    *store->OpenTicket(ia, "rma", "rma/b", "{}", "spool");
+    ASSERT_TRUE(*store->MarkTicketDelivered(t1));
+    auto pending = store->Tickets(true);
+    ASSERT_TRUE(pending.ok()) << pending.error();
+    ASSERT_EQ(pending->size(), 1u);
+    EXPECT_EQ((*pending)[0].dedup_key, "rma/b");
+    EXPECT_EQ((*pending)[0].node, "node-a");
+    EXPECT_EQ((*pending)[0].opened, 100);
+    EXPECT_EQ(store->Tickets(false)->size(), 2u);
 }
 
 TEST_F(IncidentStoreTest, JobRunsAreRecordedOnceAndCountedPerDistinctJob) {
@@ -560,7 +647,7 @@ TEST_F(IncidentStoreTest, InjectionLookingStringsAreStoredVerbatim) {
 
     Raw raw(path_);
     EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
-              "4");  // incidents, actions, tickets, job_runs: none dropped
+              "5");  // incidents, actions, tickets, job_runs, runs: none dropped
     EXPECT_EQ(raw.Query("SELECT detail FROM actions"), "?1 ?2 :x @y $z");
     EXPECT_EQ(raw.Query("SELECT dedup_key FROM incidents"), "key'; DELETE FROM tickets; --");
 }

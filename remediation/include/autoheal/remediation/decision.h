@@ -115,6 +115,21 @@ struct DecisionInput {
 
 JobDecision Decide(const DecisionInput& input);
 
+// What the controller epilog keeps of a decision (DecisionFile): read by the batch host's epilog
+// (the explanation) and by `autoheal replay` (the facts, to decide the run again).
+struct DecisionRecord {
+    std::string explanation;
+    bool requeue = false;
+    std::string cause;
+    std::string rule;
+    std::string outcome;
+    std::vector<std::string> culprits;
+    JobFacts facts;
+};
+std::string DecisionRecordToJson(const DecisionRecord& record);
+// Lenient: missing or mistyped fields keep their defaults; only non-JSON is an error.
+Result<DecisionRecord> DecisionRecordFromJson(const std::string& json);
+
 // Short evidence words for a diagnosis: "xid 79, GPU 0000:3b:00.0" or the rule name.
 std::string DescribeEvidence(const diag::Diagnosis& d);
 

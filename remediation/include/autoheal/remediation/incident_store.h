@@ -28,10 +28,13 @@ struct sqlite3;
 namespace autoheal::remediation {
 
 // The schema version this build writes (PRAGMA user_version once migrated).
-inline constexpr int kIncidentSchemaVersion = 2;
+inline constexpr int kIncidentSchemaVersion = 3;
 
-// The most records History() returns.
+// The most records History(), Incidents(), Actions() and Tickets() return.
 inline constexpr int kHistoryLimit = 1000;
+
+// The most runs Runs() returns.
+inline constexpr int kRunsLimit = 100000;
 
 // A next_attempt that never comes: MarkTicketFailed(id, error, kNeverRetry) gives up on a ticket.
 inline constexpr std::int64_t kNeverRetry = std::numeric_limits<std::int64_t>::max();
@@ -48,6 +51,57 @@ struct IncidentRecord {
     // Identifies the incident across reruns (e.g. "<job>/<node>/<rule>/<gpu>"). Empty: no
     // deduplication, every call records a new incident.
     std::string dedup_key;
+    std::string gpu_serial;  // the board's serial number, when the node's epilog read it
+};
+
+// An incident as read back.
+struct IncidentRow {
+    std::int64_t id = 0;
+    std::int64_t time = 0;
+    std::string job;
+    std::string node;  // empty: the job's own incident (the decision for the whole job)
+    std::string gpu;
+    std::string gpu_serial;
+    std::string cause;
+    std::string rule;
+    double confidence = 0.0;
+    std::string evidence_json;
+};
+
+// Filters for Incidents(); empty strings match everything.
+struct IncidentQuery {
+    std::int64_t since = 0;
+    std::int64_t until = std::numeric_limits<std::int64_t>::max();
+    std::string node;
+    std::string cause;
+    std::string job;
+    bool nodes_only = false;  // leave out the job-level incidents (node = '')
+    int limit = kHistoryLimit;
+};
+
+struct ActionRow {
+    std::int64_t id = 0;
+    std::int64_t incident_id = 0;
+    std::int64_t time = 0;
+    std::string action;  // drain, reboot, reset_gpu, rma_ticket, requeue, resume, ...
+    std::string target;
+    std::string outcome;
+    std::string detail;
+};
+
+// One decided run of a job (the controller epilog writes one per job run it judged).
+struct RunRecord {
+    std::string job;
+    int run = 0;    // Slurm's restart count for that run
+    int nodes = 0;  // how many nodes it used
+    std::string node_list;
+    std::int64_t start_time = 0;  // seconds since the epoch, from Slurm
+    std::int64_t end_time = 0;
+    std::int64_t decided_at = 0;  // when the controller epilog decided (and requeued)
+    std::string outcome;          // as JobDecision::outcome: ok, own, blamed, unexplained, other
+    std::string cause;
+    std::string culprits;  // hostlist
+    bool requeued = false;
 };
 
 struct TicketRow {
@@ -61,6 +115,8 @@ struct TicketRow {
     std::string payload_json;
     std::string sink;
     std::string last_error;
+    std::string node;         // the incident's node (Tickets() only)
+    std::int64_t opened = 0;  // the incident's time (Tickets() only)
 };
 
 class IncidentStore {
@@ -124,6 +180,21 @@ class IncidentStore {
     // How many distinct jobs ran on `node` since `since` and ended with `outcome`.
     Result<int> CountJobRuns(const std::string& node, const std::string& outcome,
                              std::int64_t since);
+
+    // Records a decided job run; idempotent per (job, run): true when added.
+    Result<bool> RecordRun(const RunRecord& run);
+
+    // Incidents matching `query`, newest first.
+    Result<std::vector<IncidentRow>> Incidents(const IncidentQuery& query);
+
+    // Actions since `since` (on `target` when not empty), newest first, at most kHistoryLimit.
+    Result<std::vector<ActionRow>> Actions(std::int64_t since, const std::string& target);
+
+    // Tickets, newest first, at most kHistoryLimit; only those not delivered yet when asked.
+    Result<std::vector<TicketRow>> Tickets(bool undelivered_only);
+
+    // Runs that ended at or after `since`, oldest first, at most kRunsLimit.
+    Result<std::vector<RunRecord>> Runs(std::int64_t since);
 
   private:
     explicit IncidentStore(sqlite3* db, std::string path);

@@ -29,6 +29,8 @@ std::string PrologFile(const std::string& state_dir, const std::string& job,
                        const std::string& node);
 std::string EpilogFile(const std::string& state_dir, const std::string& job, int restart,
                        const std::string& node);
+// The controller's decision for one run (DecisionRecord, remediation/decision.h).
+std::string DecisionFile(const std::string& state_dir, const std::string& job, int restart);
 
 // The most a record file may hold (a node report carries at most a few thousand evidence lines).
 inline constexpr std::size_t kMaxRecordBytes = 64u << 20;
