@@ -42,6 +42,17 @@ constexpr const char* kUsage =
     "  rules patterns [--rules PATH]    the regex of every signature, one per line\n"
     "  health [--tier quick|full] [--gpus LIST] [--json]\n"
     "                                   run the GPU health checks on this node\n"
+    "  status [--json]                  nodes autoheal holds, the breaker, quarantine, tickets\n"
+    "  incidents [--since 7d] [--node N] [--cause C] [--job ID] [--jobs] [--json]\n"
+    "                                   what autoheal diagnosed and did, newest first\n"
+    "  node NAME [--json]               a node's history and its GPUs by serial\n"
+    "  resume NODE --reason TEXT [--force]\n"
+    "                                   return a repaired node to service\n"
+    "  tickets [--all] [--deliver] [--json]\n"
+    "                                   tickets waiting for delivery\n"
+    "  replay [--since 7d] --rules PATH... [--json]\n"
+    "                                   decide stored runs again under other rules: what changes\n"
+    "  metrics [--output FILE]          Prometheus text (node_exporter's textfile collector)\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -57,6 +68,13 @@ int main(int argc, char** argv) {
         if (cmd == "classify") return autoheal::cli::Classify(args);
         if (cmd == "rules") return autoheal::cli::Rules(args);
         if (cmd == "health") return autoheal::cli::Health(args);
+        if (cmd == "status") return autoheal::cli::Status(args);
+        if (cmd == "incidents") return autoheal::cli::Incidents(args);
+        if (cmd == "node") return autoheal::cli::Node(args);
+        if (cmd == "resume") return autoheal::cli::Resume(args);
+        if (cmd == "tickets") return autoheal::cli::Tickets(args);
+        if (cmd == "replay") return autoheal::cli::Replay(args);
+        if (cmd == "metrics") return autoheal::cli::Metrics(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

@@ -70,5 +70,12 @@ class Table {
 int Classify(const std::vector<std::string>& args);
 int Rules(const std::vector<std::string>& args);
 int Health(const std::vector<std::string>& args);
+int Status(const std::vector<std::string>& args);
+int Incidents(const std::vector<std::string>& args);
+int Node(const std::vector<std::string>& args);
+int Resume(const std::vector<std::string>& args);
+int Tickets(const std::vector<std::string>& args);
+int Replay(const std::vector<std::string>& args);
+int Metrics(const std::vector<std::string>& args);
 
 }  // namespace autoheal::cli

@@ -19,6 +19,7 @@
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/evidence_sources.h"
 #include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/metrics.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -108,6 +109,13 @@ int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx)
     spdlog::info("autoheal: prolog: job={} node={} tier={} verdict={} checks={} seconds={:.3f}",
                  ctx.job_id, ctx.node, autoheal::HealthTierName(tier),
                  health::StatusName(report.status), report.results.size(), report.seconds);
+    if (!rc.metrics_dir.empty()) {
+        auto w = rem::WriteMetricsFile(
+            rc.metrics_dir, rem::kHealthMetricsFile,
+            rem::RenderHealthMetrics(report, ctx.node,
+                                     static_cast<std::int64_t>(std::time(nullptr))));
+        if (!w) spdlog::warn("autoheal: prolog: metrics: {}", w.error());
+    }
     if (report.status != health::Status::kFail) return 0;
 
     const std::string reason = DrainReason(report);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -190,12 +191,13 @@ Result<bool> WriteQuarantineFile(const std::string& path,
     return WriteFileAtomically(path, QuarantineToJson(nodes), 0644, 0755);
 }
 
-Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
-                                                     const std::string& node, std::int64_t until,
-                                                     const std::string& reason, std::int64_t now) {
-    if (!IsValidQuarantineNodeName(node)) {
-        return MakeError("quarantine: invalid node name '" + node + "'");
-    }
+namespace {
+
+// Under an exclusive flock on `<path>.lock` (waited for up to 10 s): reads the file, lets
+// `change` edit the list, writes it. Returns the list written.
+Result<std::vector<QuarantinedNode>> UpdateQuarantine(
+    const std::string& path,
+    const std::function<std::vector<QuarantinedNode>(std::vector<QuarantinedNode>)>& change) {
     const std::filesystem::path target(path);
     std::error_code ec;
     if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
@@ -219,20 +221,53 @@ Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
     // Held until `lock` closes, after the rename.
     auto current = ReadQuarantineFile(path);
     if (!current) return MakeError(current.error());
-    std::vector<QuarantinedNode> nodes;
-    std::int64_t merged_until = until;
-    for (QuarantinedNode& q : current.value()) {
-        if (q.node == node) {
-            // Never shorten a quarantine already in place (an admin may have set a long one).
-            merged_until = std::max(merged_until, q.until);
-        } else if (q.until > now) {
-            nodes.push_back(std::move(q));
-        }
-    }
-    if (merged_until > now) nodes.push_back(QuarantinedNode{node, merged_until, reason});
+    std::vector<QuarantinedNode> nodes = change(std::move(current).value());
     auto written = WriteQuarantineFile(path, nodes);
     if (!written) return MakeError(written.error());
     return nodes;
+}
+
+}  // namespace
+
+Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
+                                                     const std::string& node, std::int64_t until,
+                                                     const std::string& reason, std::int64_t now) {
+    if (!IsValidQuarantineNodeName(node)) {
+        return MakeError("quarantine: invalid node name '" + node + "'");
+    }
+    return UpdateQuarantine(path, [&](std::vector<QuarantinedNode> current) {
+        std::vector<QuarantinedNode> nodes;
+        std::int64_t merged_until = until;
+        for (QuarantinedNode& q : current) {
+            if (q.node == node) {
+                // Never shorten a quarantine already in place (an admin may have set a long one).
+                merged_until = std::max(merged_until, q.until);
+            } else if (q.until > now) {
+                nodes.push_back(std::move(q));
+            }
+        }
+        if (merged_until > now) nodes.push_back(QuarantinedNode{node, merged_until, reason});
+        return nodes;
+    });
+}
+
+Result<bool> RemoveFromQuarantine(const std::string& path, const std::string& node,
+                                  std::int64_t now) {
+    if (!std::filesystem::exists(path)) return false;
+    bool removed = false;
+    auto r = UpdateQuarantine(path, [&](std::vector<QuarantinedNode> current) {
+        std::vector<QuarantinedNode> nodes;
+        for (QuarantinedNode& q : current) {
+            if (q.node == node) {
+                removed = q.until > now;
+            } else if (q.until > now) {
+                nodes.push_back(std::move(q));
+            }
+        }
+        return nodes;
+    });
+    if (!r) return MakeError(r.error());
+    return removed;
 }
 
 }  // namespace autoheal

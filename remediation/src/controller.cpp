@@ -28,6 +28,7 @@
 #include "autoheal/remediation/evidence_sources.h"
 #include "autoheal/remediation/incident_store.h"
 #include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/metrics.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/tickets.h"
 
@@ -789,6 +790,15 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
         for (const std::string& e : delivered->errors) {
             spdlog::warn("autoheal: tickets: {}", e);
         }
+    }
+
+    // Metrics last: deliveries matter more.
+    if (!rc->metrics_dir.empty()) {
+        auto after = slurm.ListNodes();
+        auto text = RenderControllerMetrics(**store, after ? &*after : nullptr, *rc, Now());
+        auto w = text ? WriteMetricsFile(rc->metrics_dir, kControllerMetricsFile, *text)
+                      : Result<bool>(MakeError(text.error()));
+        if (!w) spdlog::warn("autoheal: epilog-ctld: metrics: {}", w.error());
     }
 
     EpilogOutcome out;

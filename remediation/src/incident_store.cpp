@@ -532,7 +532,7 @@ Result<std::vector<IncidentRow>> IncidentStore::Incidents(const IncidentQuery& q
                      "evidence_json FROM incidents WHERE time >= ?1 AND time <= ?2 "
                      "AND (?3 = '' OR node = ?3) AND (?4 = '' OR cause = ?4) "
                      "AND (?5 = '' OR job = ?5) AND (?6 = 0 OR node != '') "
-                     "ORDER BY time DESC, id DESC LIMIT ?7");
+                     "AND (?8 = '' OR gpu_serial = ?8) ORDER BY time DESC, id DESC LIMIT ?7");
     select.Bind(1, q.since);
     select.Bind(2, q.until);
     select.Bind(3, q.node);
@@ -540,6 +540,7 @@ Result<std::vector<IncidentRow>> IncidentStore::Incidents(const IncidentQuery& q
     select.Bind(5, q.job);
     select.Bind(6, std::int64_t{q.nodes_only ? 1 : 0});
     select.Bind(7, std::int64_t{q.limit});
+    select.Bind(8, q.gpu_serial);
     std::vector<IncidentRow> rows;
     int rc;
     while ((rc = select.Step()) == SQLITE_ROW) {
@@ -646,6 +647,32 @@ Result<std::vector<RunRecord>> IncidentStore::Runs(std::int64_t since) {
         return MakeError("incident store " + path_ + ": runs: " + Describe(db_));
     }
     return rows;
+}
+
+namespace {
+
+Result<std::vector<std::pair<std::string, std::int64_t>>> CountGroups(sqlite3* db, const char* sql,
+                                                                      const std::string& path) {
+    Statement select(db, sql);
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) out.emplace_back(select.Text(0), select.Int(1));
+    if (rc != SQLITE_DONE) return MakeError("incident store " + path + ": count: " + Describe(db));
+    return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::int64_t>>> IncidentStore::CountIncidentsByCause() {
+    return CountGroups(db_,
+                       "SELECT cause, count(*) FROM incidents WHERE node != '' GROUP BY cause "
+                       "ORDER BY cause",
+                       path_);
+}
+
+Result<std::vector<std::pair<std::string, std::int64_t>>> IncidentStore::CountTicketsByState() {
+    return CountGroups(db_, "SELECT state, count(*) FROM tickets GROUP BY state ORDER BY state",
+                       path_);
 }
 
 }  // namespace autoheal::remediation

@@ -81,6 +81,11 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
             };
             if (key == "dry_run") {
                 if (!YamlRead(v, &config.dry_run)) return bad("true or false");
+            } else if (key == "metrics_dir") {
+                if (!YamlRead(v, &config.metrics_dir) ||
+                    (!config.metrics_dir.empty() && config.metrics_dir.front() != '/')) {
+                    return bad("an absolute path (or empty: no metrics files)");
+                }
             } else if (key == "slurm_conf") {
                 if (!YamlRead(v, &config.slurm_conf) || config.slurm_conf.empty() ||
                     config.slurm_conf.front() != '/') {

@@ -80,6 +80,7 @@ remediation:
   gpu_reset_command: [$cluster_dir/bin/fake-gpu-reset, "{gpu}"]
   breaker: {max_fraction: 0.5, max_nodes: 2, window: 1h}
   correlation: {window: 10m, min_nodes: 2}
+  metrics_dir: $cluster_dir/metrics
 CONF
 # GPU reset and node reboot at the ABI boundary of this lab: the reset is recorded; the reboot
 # restarts the node's slurmd with -b (Slurm's "the node booted" flag), as a real reboot would.

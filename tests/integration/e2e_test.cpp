@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -367,6 +368,8 @@ TEST_F(E2E, TwoNodesUnderOneLeafLosingNetworkIsOneSwitchIncident) {
     const std::string leaf = hit.front() == "node1" || hit.front() == "node2" ? "leaf1" : "leaf2";
     EXPECT_EQ(Query("SELECT node FROM incidents WHERE rule = 'leaf-switch-correlation'"),
               std::vector<std::string>{leaf});
+    // Tickets are delivered after the decision is written (and the explanation appended).
+    EXPECT_TRUE(WaitUntil([] { return !SpoolTickets("network-").empty(); }));
     const auto network = SpoolTickets("network-");
     ASSERT_EQ(network.size(), 1u);
     EXPECT_THAT(network.front(), HasSubstr("\"switch\":\"" + leaf + "\""));
@@ -542,6 +545,113 @@ TEST_F(E2E, PrologHealthFailureBeyondTheBreakerAlertsInsteadOfDraining) {
     EXPECT_THAT(AutohealLog(), HasSubstr("ALERT: breaker open: 2 of 4 nodes already taken out by "
                                          "autoheal (limit 2); node=node1 not drained, job=" +
                                          *id));
+}
+
+// The admin's commands on what autoheal did: an HBM fault (Xid 64 and a failed row remap in NVML)
+// drains a node and opens an RMA ticket; status, incidents, node, tickets and metrics show it;
+// replay backtests a rule edit; resume returns the node after the repair, and refuses a node an
+// admin drained.
+TEST_F(E2E, AdminCommandsShowAndUndoWhatAutohealDid) {
+    auto cli = [](std::vector<std::string> args) {
+        args.insert(args.begin(), AUTOHEAL_CLI);
+        return RunProcess(args, {"AUTOHEAL_CONFIG=" + ClusterDir() + "/etc/autoheal/autoheal.yaml",
+                                 "SLURM_CONF=" + ClusterDir() + "/etc/slurm.conf"});
+    };
+    TrainingJob job{"admin"};
+    job.steps = 30;
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string node;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        node = nodes.back();
+        InjectKernel(node, Xid(64, "0000:3b:00", "Row Remapper Error: failed to remap a row"));
+        std::ofstream(ClusterDir() + "/lib/fake-gpu/scenarios/" + node + ".json")
+            << R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0",
+                   "remapped_rows": {"uncorrectable": 4, "failure": true}},
+                  {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})";
+    });
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(90)))
+        << ReadFile(job.output(*id));
+    fs::remove(ClusterDir() + "/lib/fake-gpu/scenarios/" + node + ".json");
+    ASSERT_THAT(ShowNode(node)["State"], HasSubstr("DRAIN"));
+
+    auto r = cli({"status", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto status = nlohmann::json::parse(r.out);
+    ASSERT_EQ(status["held"].size(), 1u) << r.out;
+    EXPECT_EQ(status["held"][0]["node"], node);
+    EXPECT_THAT(status["held"][0]["reason"].get<std::string>(),
+                HasSubstr("autoheal: gpu_hbm_memory"));
+    ASSERT_EQ(status["held"][0]["tickets"].size(), 1u);
+    EXPECT_EQ(status["held"][0]["tickets"][0]["kind"], "rma");
+    EXPECT_EQ(status["breaker"]["open"], false);
+    EXPECT_EQ(status["breaker"]["taken_out"], 1);
+    EXPECT_EQ(status["breaker"]["limit"], 2);
+    r = cli({"status"});
+    EXPECT_THAT(r.out, HasSubstr("breaker: closed (1 of 2 nodes"));
+    EXPECT_THAT(r.out, HasSubstr(node + "  DRAIN"));
+
+    r = cli({"incidents", "--json", "--node", node});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto incidents = nlohmann::json::parse(r.out);
+    ASSERT_EQ(incidents.size(), 1u) << r.out;
+    EXPECT_EQ(incidents[0]["cause"], "gpu_hbm_memory");
+    EXPECT_EQ(incidents[0]["job"], *id);
+    EXPECT_FALSE(incidents[0]["gpu_serial"].get<std::string>().empty());
+    std::set<std::string> actions;
+    for (const auto& a : incidents[0]["actions"]) actions.insert(a["action"].get<std::string>());
+    EXPECT_THAT(actions, ::testing::IsSupersetOf({"drain", "rma_ticket"}));
+
+    r = cli({"node", node, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto info = nlohmann::json::parse(r.out);
+    EXPECT_EQ(info["slurm"]["held_by_autoheal"], true);
+    ASSERT_EQ(info["gpus"].size(), 1u);
+    EXPECT_EQ(info["gpus"][0]["serial"], incidents[0]["gpu_serial"]);
+    EXPECT_EQ(info["gpus"][0]["pci"], "0000:3b:00.0");
+    EXPECT_EQ(info["tickets"].size(), 1u);
+
+    r = cli({"tickets", "--all", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u);
+
+    // Metrics: the controller epilog's file and the command agree; the prolog wrote its own.
+    const std::string prom = ReadFile(ClusterDir() + "/metrics/autoheal.prom");
+    EXPECT_THAT(prom, HasSubstr("autoheal_nodes_held{cause=\"gpu_hbm_memory\"} 1"));
+    EXPECT_THAT(prom, HasSubstr("autoheal_requeues_total 1"));
+    EXPECT_THAT(prom, HasSubstr("autoheal_incidents_total{cause=\"gpu_hbm_memory\"} 1"));
+    EXPECT_THAT(ReadFile(ClusterDir() + "/metrics/autoheal_health.prom"),
+                HasSubstr("autoheal_health_check_status{node=\""));
+    r = cli({"metrics"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("autoheal_time_to_rerun_seconds_count 1"));
+    EXPECT_THAT(r.out, HasSubstr("autoheal_job_runs_total{outcome=\"blamed\"} 1"));
+
+    // Replay: the installed rules decide the stored run as it was decided.
+    r = cli(
+        {"replay", "--since", "1h", "--rules", ClusterDir() + "/etc/autoheal/rules.d", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["changed"], 0);
+
+    // Resume: refused for a node an admin drained, done for ours (and recorded).
+    const std::string other = node == "node1" ? "node2" : "node1";
+    ASSERT_EQ(RunCommand({"scontrol", "update", "nodename=" + other, "state=drain",
+                          "reason=admin: fan replacement"})
+                  .exit_code,
+              0);
+    r = cli({"resume", other, "--reason", "done"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("taken out by someone else"));
+    EXPECT_THAT(ShowNode(other)["State"], HasSubstr("DRAIN"));
+    r = cli({"resume", node, "--reason", "GPU 0 replaced"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(WaitUntil([&] { return ShowNode(node)["State"] == "IDLE"; }))
+        << ShowNode(node)["State"];
+    EXPECT_THAT(Query("SELECT detail FROM actions WHERE action = 'resume'"),
+                ::testing::ElementsAre(HasSubstr("GPU 0 replaced (by ")));
+    r = cli({"status", "--json"});
+    EXPECT_EQ(nlohmann::json::parse(r.out)["held"].size(), 0u) << r.out;
 }
 
 }  // namespace

@@ -568,6 +568,9 @@ TEST_F(IncidentStoreTest, IncidentsActionsAndTicketsAreQueriedWithFilters) {
     EXPECT_EQ((*rows)[0].gpu_serial, "1654024197323");
     EXPECT_EQ((*rows)[0].evidence_json, R"([{"kind":"xid","code":79}])");
     q = IncidentQuery{};
+    q.gpu_serial = "1654024197323";
+    EXPECT_EQ(store->Incidents(q)->size(), 1u);
+    q = IncidentQuery{};
     q.cause = "network_switch_cable";
     EXPECT_EQ(store->Incidents(q)->size(), 1u);
     q = IncidentQuery{};

@@ -154,7 +154,15 @@ Gpu HealthyGpu(unsigned i) {
     g.uuid = buf;
     std::snprintf(buf, sizeof(buf), "0000:%02x:00.0", 0x10 + i);
     g.pci_bus_id = buf;
-    std::snprintf(buf, sizeof(buf), "1650%09u", i);
+    // Serial numbers are unique per board: on the local cluster each node's GPUs get their own
+    // (from the node's name), so a GPU's history by serial does not mix nodes.
+    unsigned host = 0;
+    if (const char* node = std::getenv("SLURMD_NODENAME"); node != nullptr) {
+        for (const char* c = node; *c != '\0'; ++c)
+            host = host * 31 + static_cast<unsigned char>(*c);
+        host %= 100000;
+    }
+    std::snprintf(buf, sizeof(buf), "1650%05u%04u", host, i);
     g.serial = buf;
     g.minor = i;
     g.links.assign(18, Link{});

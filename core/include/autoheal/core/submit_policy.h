@@ -106,4 +106,9 @@ Result<std::vector<QuarantinedNode>> AddToQuarantine(const std::string& path,
                                                      const std::string& node, std::int64_t until,
                                                      const std::string& reason, std::int64_t now);
 
+// Takes `node` off the quarantine (after a repair), under the same lock, dropping expired
+// entries too. True when the node was quarantined; false when it was not (or no file exists).
+Result<bool> RemoveFromQuarantine(const std::string& path, const std::string& node,
+                                  std::int64_t now);
+
 }  // namespace autoheal

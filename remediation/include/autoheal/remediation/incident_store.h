@@ -18,6 +18,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autoheal/core/result.h"
@@ -75,6 +76,7 @@ struct IncidentQuery {
     std::string node;
     std::string cause;
     std::string job;
+    std::string gpu_serial;
     bool nodes_only = false;  // leave out the job-level incidents (node = '')
     int limit = kHistoryLimit;
 };
@@ -195,6 +197,10 @@ class IncidentStore {
 
     // Runs that ended at or after `since`, oldest first, at most kRunsLimit.
     Result<std::vector<RunRecord>> Runs(std::int64_t since);
+
+    // Counts for metrics: node incidents per cause, and tickets per state (all time).
+    Result<std::vector<std::pair<std::string, std::int64_t>>> CountIncidentsByCause();
+    Result<std::vector<std::pair<std::string, std::int64_t>>> CountTicketsByState();
 
   private:
     explicit IncidentStore(sqlite3* db, std::string path);

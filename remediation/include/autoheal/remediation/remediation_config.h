@@ -16,6 +16,8 @@
 //   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
 //   lemon: {failures: 3, window: 7d}   # a node in this many unexplained job failures: drained
 //   tickets: {...}                 # sinks, see tickets.h
+//   metrics_dir: /var/lib/prometheus/node-exporter   # Prometheus textfiles (metrics.h); empty:
+//                                  # none (default)
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -59,7 +61,8 @@ struct RemediationConfig {
     BreakerConfig breaker;
     CorrelationConfig correlation;
     LemonConfig lemon;
-    YAML::Node tickets;  // parsed by ParseTicketConfig (tickets.h)
+    YAML::Node tickets;       // parsed by ParseTicketConfig (tickets.h)
+    std::string metrics_dir;  // node_exporter's textfile folder; empty: no metrics files
 };
 
 Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
