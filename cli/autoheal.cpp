@@ -42,6 +42,8 @@ constexpr const char* kUsage =
     "  rules patterns [--rules PATH]    the regex of every signature, one per line\n"
     "  health [--tier quick|full] [--gpus LIST] [--json]\n"
     "                                   run the GPU health checks on this node\n"
+    "  config check [FILE]              validate autoheal.yaml (file:line:column errors)\n"
+    "  config print-slurm               the slurm.conf lines autoheal needs, for this install\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
         if (cmd == "classify") return autoheal::cli::Classify(args);
         if (cmd == "rules") return autoheal::cli::Rules(args);
         if (cmd == "health") return autoheal::cli::Health(args);
+        if (cmd == "config") return autoheal::cli::ConfigCommand(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

@@ -15,5 +15,6 @@ std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>&
 int Classify(const std::vector<std::string>& args);
 int Rules(const std::vector<std::string>& args);
 int Health(const std::vector<std::string>& args);
+int ConfigCommand(const std::vector<std::string>& args);
 
 }  // namespace autoheal::cli
