@@ -6,7 +6,9 @@
 #   make e2e      only the fault-handling scenarios on the local cluster (also part of make test)
 #   make demo     start the local cluster, run a job through autoheal, show what happened, stop
 #   make bench    benchmarks (ratios against a baseline measured in the same run)
-#   make install  install into PREFIX (default /usr/local) and Slurm's PluginDir
+#   make install  install into PREFIX (default /usr/local) and Slurm's PluginDir; DESTDIR=/tmp/x
+#                 stages the whole tree under /tmp/x instead
+#   make deb      a Debian package, $(BUILD)/autoheal_<version>_amd64.deb (prefix /usr)
 #   make lint     clang-format check and clang-tidy
 #   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each
 SHELL := /bin/bash
@@ -17,7 +19,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build test unit-test integration-test e2e demo bench install lint fuzz clean
+.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint fuzz clean
 
 all: build
 
@@ -53,11 +55,14 @@ demo: build
 bench: build
 	@scripts/bench.sh $(BUILD)
 
-# Re-configures with PREFIX so that PREFIX=/usr puts the config in /etc (GNUInstallDirs).
-install: configure
-	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
-	@cmake --install $(BUILD)
+# PREFIX applies at install time: PREFIX=/usr puts the config in /etc/autoheal, any other prefix
+# in PREFIX/etc/autoheal (cmake/install.cmake).
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The package installs into /usr, its config into /etc/autoheal (cmake/package.cmake).
+deb: build
+	@cd $(BUILD) && set -o pipefail && cpack -G DEB | sed -n 's/^CPack: - package: \(.*\) generated\.$$/\1/p'
 
 lint: configure
 	@scripts/lint.sh $(BUILD)

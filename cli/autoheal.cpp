@@ -53,6 +53,8 @@ constexpr const char* kUsage =
     "  replay [--since 7d] --rules PATH... [--json]\n"
     "                                   decide stored runs again under other rules: what changes\n"
     "  metrics [--output FILE]          Prometheus text (node_exporter's textfile collector)\n"
+    "  config check [FILE]              validate autoheal.yaml (file:line:column errors)\n"
+    "  config print-slurm               the slurm.conf lines autoheal needs, for this install\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
         if (cmd == "tickets") return autoheal::cli::Tickets(args);
         if (cmd == "replay") return autoheal::cli::Replay(args);
         if (cmd == "metrics") return autoheal::cli::Metrics(args);
+        if (cmd == "config") return autoheal::cli::ConfigCommand(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

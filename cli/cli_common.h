@@ -77,5 +77,6 @@ int Resume(const std::vector<std::string>& args);
 int Tickets(const std::vector<std::string>& args);
 int Replay(const std::vector<std::string>& args);
 int Metrics(const std::vector<std::string>& args);
+int ConfigCommand(const std::vector<std::string>& args);
 
 }  // namespace autoheal::cli

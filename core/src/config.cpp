@@ -2,10 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <array>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 namespace autoheal {
 namespace {
@@ -73,7 +75,13 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
     if (!root.IsMap()) {
         return MakeError(Where(source_name, root.Mark()) + ": expected a mapping of settings");
     }
-    static constexpr std::array kLevels{"trace", "debug", "info", "warn", "error"};
+    // Settings whose value is one word out of a fixed list, and where each goes.
+    using Words = std::vector<std::string_view>;
+    static const std::map<std::string, std::pair<Words, std::string Config::*>> kChoices{
+        {"log_level", {{"trace", "debug", "info", "warn", "error"}, &Config::log_level}},
+        {"log_target", {{"file", "syslog"}, &Config::log_target}},
+        {"log_format", {{"text", "json"}, &Config::log_format}},
+    };
     try {
         for (const auto& item : root) {
             const std::string key = item.first.as<std::string>();
@@ -92,26 +100,29 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
                 config.policy = std::move(policy).value();
                 continue;
             }
-            if (key == "log_file" || key == "log_level" || key == "state_dir") {
+            const auto choice = kChoices.find(key);
+            if (key == "log_file" || key == "state_dir" || choice != kChoices.end()) {
                 if (!value.IsScalar()) {
                     return MakeError(Where(source_name, value.Mark()) + ": " + key +
                                      ": expected a string");
                 }
                 std::string s = value.as<std::string>();
-                if (key == "log_file" || key == "state_dir") {
+                if (choice == kChoices.end()) {
                     if (s.empty() || s.front() != '/') {
                         return MakeError(Where(source_name, value.Mark()) + ": " + key +
                                          ": expected an absolute path");
                     }
                     (key == "log_file" ? config.log_file : config.state_dir) = s;
                 } else {
-                    bool known = false;
-                    for (const char* level : kLevels) known = known || s == level;
-                    if (!known) {
-                        return MakeError(Where(source_name, value.Mark()) + ": log_level: '" + s +
-                                         "' is not one of trace, debug, info, warn, error");
+                    const auto& [allowed, field] = choice->second;
+                    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+                        std::string list;
+                        for (std::string_view a : allowed)
+                            list += (list.empty() ? "" : ", ") + std::string(a);
+                        return MakeError(Where(source_name, value.Mark()) + ": " + key + ": '" + s +
+                                         "' is not one of " + list);
                     }
-                    config.log_level = s;
+                    config.*field = s;
                 }
             } else {
                 return MakeError(Where(source_name, item.first.Mark()) + ": unknown setting '" +

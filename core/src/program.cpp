@@ -2,13 +2,18 @@
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 
+#include "autoheal/core/log_format.h"
+
 namespace autoheal {
+
 ProgramStart StartProgram(std::string_view program_name) {
     ProgramStart start;
     const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
@@ -19,19 +24,37 @@ ProgramStart StartProgram(std::string_view program_name) {
         start.config_problem = loaded.error();
     }
     const std::string name(program_name);
+    const Config& c = start.config;
+    const bool json = c.log_format == "json";
     std::shared_ptr<spdlog::logger> logger;
-    try {
-        std::error_code ec;
-        std::filesystem::create_directories(
-            std::filesystem::path(start.config.log_file).parent_path(), ec);
-        logger = spdlog::basic_logger_mt(name, start.config.log_file);
-    } catch (const std::exception& e) {
-        logger = spdlog::stderr_logger_mt(name + "-stderr");
-        logger->warn("autoheal: log: cannot open {}: {}: logging to stderr", start.config.log_file,
-                     e.what());
+    if (c.log_target == "syslog") {
+        // journald reads syslog too; the formatter adds no line end (syslog frames records).
+        logger = std::make_shared<spdlog::logger>(
+            name, std::make_shared<spdlog::sinks::syslog_sink_mt>("autoheal", LOG_PID, LOG_DAEMON,
+                                                                  /*enable_formatting=*/true));
+        logger->set_formatter(json ? MakeJsonLogFormatter(name, "")
+                                   : MakeTextLogFormatter(name, /*for_syslog=*/true));
+    } else {
+        std::string problem;
+        try {
+            std::error_code ec;
+            std::filesystem::create_directories(std::filesystem::path(c.log_file).parent_path(),
+                                                ec);
+            logger = std::make_shared<spdlog::logger>(
+                name, std::make_shared<spdlog::sinks::basic_file_sink_mt>(c.log_file));
+        } catch (const std::exception& e) {
+            problem = e.what();
+            logger = std::make_shared<spdlog::logger>(
+                name, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+        }
+        logger->set_formatter(json ? MakeJsonLogFormatter(name, "\n")
+                                   : MakeTextLogFormatter(name, /*for_syslog=*/false));
+        if (!problem.empty()) {
+            logger->warn("autoheal: log: cannot open {}: {}: logging to stderr", c.log_file,
+                         problem);
+        }
     }
-    logger->set_pattern(std::string("%Y-%m-%dT%H:%M:%S.%e%z ") + name + "[%P] %l: %v");
-    logger->set_level(spdlog::level::from_str(start.config.log_level));
+    logger->set_level(spdlog::level::from_str(c.log_level));
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
     if (!start.config_problem.empty()) {

@@ -42,6 +42,29 @@ TEST(ParseConfig, BadValuesAreLocated) {
     EXPECT_THAT(r.error(), HasSubstr("absolute path"));
 }
 
+TEST(ParseConfig, LogTargetAndFormat) {
+    auto r = ParseConfig("", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->log_target, "file");
+    EXPECT_EQ(r->log_format, "text");
+    r = ParseConfig("log_target: syslog\nlog_format: json\n", "a.yaml");
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->log_target, "syslog");
+    EXPECT_EQ(r->log_format, "json");
+    r = ParseConfig("log_level: info\nlog_target: journald\n", "c.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error(), "c.yaml:2:13: log_target: 'journald' is not one of file, syslog");
+    r = ParseConfig("log_format: xml\n", "c.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error(), "c.yaml:1:13: log_format: 'xml' is not one of text, json");
+    r = ParseConfig("log_format: [json]\n", "c.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), StartsWith("c.yaml:1:13: log_format: expected a string"));
+    r = ParseConfig("log_formatt: json\n", "c.yaml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), StartsWith("c.yaml:1:1: unknown setting 'log_formatt'"));
+}
+
 TEST(ParseConfig, SyntaxErrorIsLocated) {
     auto r = ParseConfig("log_file: [unclosed\n", "c.yaml");
     ASSERT_FALSE(r.ok());

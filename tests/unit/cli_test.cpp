@@ -157,5 +157,94 @@ TEST(CliRules, PatternsListsEverySignature) {
     EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 40);
 }
 
+TEST(CliConfig, ShippedConfigIsOk) {
+    const std::string shipped = std::string(AUTOHEAL_SOURCE_DIR) + "/etc/autoheal.yaml";
+    auto r = RunProcess({kCli, "config", "check", shipped});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out, shipped + ": Ok\n");
+}
+
+TEST(CliConfig, ProblemsNameFileLineColumnPerSection) {
+    // One problem in the health section and one in remediation: both reported in one run.
+    std::string f = TempFile("two-problems.yaml",
+                             "log_level: info\n"
+                             "health:\n"
+                             "  default_tier: fast\n"
+                             "remediation:\n"
+                             "  dryrun: true\n");
+    auto r = RunProcess({kCli, "config", "check", f});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr(f + ": Invalid\n"));
+    EXPECT_THAT(r.out, HasSubstr(f + ":3:17: health.default_tier: expected quick, full or off"));
+    EXPECT_THAT(r.out, HasSubstr(f + ":5:3: remediation.dryrun: unknown setting"));
+
+    f = TempFile("bad-top.yaml", "log_level: info\nlog_target: journald\n");
+    r = RunProcess({kCli, "config", "check", f});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr(f + ":2:13: log_target: 'journald' is not one of file, syslog"));
+
+    f = TempFile("bad-ticket.yaml", "remediation:\n  tickets:\n    sinks:\n      - {type: fax}\n");
+    r = RunProcess({kCli, "config", "check", f});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr(f + ":4:"));
+}
+
+TEST(CliConfig, DefaultFileAndErrors) {
+    std::string f = TempFile("env.yaml", "log_format: json\n");
+    auto r = RunProcess({kCli, "config", "check"}, {"AUTOHEAL_CONFIG=" + f});
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out, f + ": Ok\n");
+    r = RunProcess({kCli, "config", "check", "/nonexistent/autoheal.yaml"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr("/nonexistent/autoheal.yaml: cannot open"));
+    EXPECT_EQ(RunProcess({kCli, "config", "check", f, f}).exit_code, 2);
+    EXPECT_EQ(RunProcess({kCli, "config", "check", "--strict"}).exit_code, 2);
+    EXPECT_EQ(RunProcess({kCli, "config", "frobnicate"}).exit_code, 2);
+    EXPECT_EQ(RunProcess({kCli, "config"}).exit_code, 2);
+}
+
+TEST(CliConfig, PrintSlurmUsesTheBuildFolder) {
+    const std::filesystem::path bin = std::filesystem::path(kCli).parent_path();
+    auto r = RunProcess({kCli, "config", "print-slurm"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "");  // everything it names exists
+    EXPECT_THAT(r.out, HasSubstr("\nJobSubmitPlugins=autoheal\n"));
+    EXPECT_THAT(r.out, HasSubstr("\nPrologFlags=Alloc\n"));
+    EXPECT_THAT(r.out, HasSubstr("\nProlog=" + (bin / "autoheal-prolog").string() + "\n"));
+    EXPECT_THAT(r.out, HasSubstr("\nEpilog=" + (bin / "autoheal-epilog").string() + "\n"));
+    EXPECT_THAT(r.out,
+                HasSubstr("\nEpilogSlurmctld=" + (bin / "autoheal-epilog-ctld").string() + "\n"));
+    EXPECT_THAT(r.out, HasSubstr("\nSchedulerParameters=nohold_on_prolog_fail\n"));
+    EXPECT_THAT(r.out, HasSubstr("#RebootProgram="));
+    // The build folder's plugins (bin/../plugins) are not in Slurm's plugin folder.
+    const std::string plugins = (bin.parent_path() / "plugins").string();
+    EXPECT_THAT(r.out, HasSubstr(":" + plugins + "\n"));
+    EXPECT_THAT(r.out, HasSubstr("required " + plugins + "/spank_autoheal.so"));
+}
+
+TEST(CliConfig, PrintSlurmFollowsWhereTheProgramIs) {
+    // An installed layout: autoheal in <prefix>/bin, the Slurm programs in <prefix>/sbin.
+    namespace fs = std::filesystem;
+    const fs::path prefix = fs::temp_directory_path() / "autoheal-cli-test" / "prefix";
+    fs::remove_all(prefix);
+    fs::create_directories(prefix / "bin");
+    fs::create_directories(prefix / "sbin");
+    fs::copy_file(kCli, prefix / "bin/autoheal");
+    fs::permissions(prefix / "bin/autoheal", fs::perms::owner_all);
+    std::ofstream(prefix / "sbin/autoheal-prolog") << "";
+    std::ofstream(prefix / "sbin/autoheal-epilog") << "";
+    auto r = RunProcess({(prefix / "bin/autoheal").string(), "config", "print-slurm"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("\nProlog=" + (prefix / "sbin/autoheal-prolog").string() + "\n"));
+    EXPECT_THAT(r.out, HasSubstr("\nEpilog=" + (prefix / "sbin/autoheal-epilog").string() + "\n"));
+    // Missing programs are still printed where they belong, with a warning.
+    EXPECT_THAT(
+        r.out,
+        HasSubstr("\nEpilogSlurmctld=" + (prefix / "sbin/autoheal-epilog-ctld").string() + "\n"));
+    EXPECT_THAT(r.err,
+                HasSubstr((prefix / "sbin/autoheal-epilog-ctld").string() + " does not exist"));
+    fs::remove_all(prefix);
+}
+
 }  // namespace
 }  // namespace autoheal::testing

@@ -22,8 +22,10 @@ struct PolicySettings {
 
 struct Config {
     std::string source;  // where it was read from, for messages
-    std::string log_file = "/var/log/autoheal/autoheal.log";
-    std::string log_level = "info";               // trace|debug|info|warn|error
+    std::string log_file = "/var/log/autoheal/autoheal.log";  // used when log_target is file
+    std::string log_level = "info";                           // trace|debug|info|warn|error
+    std::string log_target = "file";  // file (log_file) | syslog (ident autoheal, facility daemon)
+    std::string log_format = "text";  // text | json (one JSON object per line)
     std::string state_dir = "/var/lib/autoheal";  // prolog snapshots and job records
     YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
     PolicySettings policy;
