@@ -42,6 +42,8 @@ constexpr const char* kUsage =
     "  rules patterns [--rules PATH]    the regex of every signature, one per line\n"
     "  health [--tier quick|full] [--gpus LIST] [--json]\n"
     "                                   run the GPU health checks on this node\n"
+    "  report [--since 30d] [--html FILE] [--json] [--job-nodes N] ...\n"
+    "                                   interruptions by cause, MTBF, ETTR (docs/report.md)\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
         if (cmd == "classify") return autoheal::cli::Classify(args);
         if (cmd == "rules") return autoheal::cli::Rules(args);
         if (cmd == "health") return autoheal::cli::Health(args);
+        if (cmd == "report") return autoheal::cli::Report(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

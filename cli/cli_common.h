@@ -70,5 +70,6 @@ class Table {
 int Classify(const std::vector<std::string>& args);
 int Rules(const std::vector<std::string>& args);
 int Health(const std::vector<std::string>& args);
+int Report(const std::vector<std::string>& args);
 
 }  // namespace autoheal::cli
