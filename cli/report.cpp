@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -192,7 +193,7 @@ std::optional<double> YoungDalyInterval(int nodes, double rate_per_node_second, 
 
 ReliabilityReport ComputeReport(const std::vector<remediation::RunRecord>& runs,
                                 const std::vector<remediation::IncidentRow>& incidents,
-                                const ReportOptions& options, bool incidents_truncated) {
+                                const ReportOptions& options, Truncated truncated) {
     ReliabilityReport out;
     out.options = options;
     const std::int64_t span = std::max<std::int64_t>(options.until - options.since, 0);
@@ -326,10 +327,14 @@ ReliabilityReport ComputeReport(const std::vector<remediation::RunRecord>& runs,
         out.notes.push_back(
             "the optimal interval exceeds the job's MTBF: Young/Daly's "
             "approximation does not hold at this failure rate");
-    if (incidents_truncated)
+    if (truncated.runs)
+        out.notes.push_back(
+            "the store returned the most runs one query gives: the newest runs "
+            "of the window are missing; narrow it with --until");
+    if (truncated.incidents)
         out.notes.push_back(
             "the store returned the most incidents one query gives: repeat "
-            "offenders count only the newest of them");
+            "offenders count only the newest");
     return out;
 }
 

@@ -120,12 +120,17 @@ struct ReliabilityReport {
     std::vector<std::string> notes;  // caveats the reader must see (assumed values, truncation)
 };
 
+// Which of the store's answers stopped at its limit (a note on the page says so).
+struct Truncated {
+    bool runs = false;       // Runs() gave kRunsLimit rows: the newest runs are missing
+    bool incidents = false;  // Incidents() gave as many as asked: the oldest are missing
+};
+
 // `runs`: every run that ended at or after options.since (later ones are used only to find the
 // run that followed a requeue). `incidents`: the incidents of the window, any order.
-// `incidents_truncated`: the store returned as many incidents as asked for (a note says so).
 ReliabilityReport ComputeReport(const std::vector<remediation::RunRecord>& runs,
                                 const std::vector<remediation::IncidentRow>& incidents,
-                                const ReportOptions& options, bool incidents_truncated = false);
+                                const ReportOptions& options, Truncated truncated = {});
 
 // The model, for a job of `nodes` nodes on nodes that fail at `rate_per_node_second`.
 // ETTR ≈ 1 − N·r·(u₀ + Δt/2), clamped to [0, 1].

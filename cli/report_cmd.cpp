@@ -175,7 +175,9 @@ int Report(const std::vector<std::string>& args) {
         std::fprintf(stderr, "autoheal: report: %s\n", incidents.error().c_str());
         return 1;
     }
-    const bool truncated = incidents->size() >= static_cast<std::size_t>(query.limit);
+    Truncated truncated;
+    truncated.runs = runs->size() >= static_cast<std::size_t>(remediation::kRunsLimit);
+    truncated.incidents = incidents->size() >= static_cast<std::size_t>(query.limit);
     const ReliabilityReport report = ComputeReport(*runs, *incidents, options, truncated);
 
     if (a->values.count("--html") != 0) {

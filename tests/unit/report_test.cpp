@@ -233,6 +233,15 @@ TEST(Report, RepeatOffendersByNodeAndByGpu) {
     EXPECT_EQ(r.gpu_offenders[3].serial, "S1");
 }
 
+TEST(Report, TruncatedAnswersAreNoted) {
+    Truncated truncated;
+    truncated.runs = true;
+    truncated.incidents = true;
+    const ReliabilityReport r = ComputeReport(SampleRuns(), {}, Window(), truncated);
+    EXPECT_THAT(r.notes, testing::Contains(HasSubstr("newest runs of the window are missing")));
+    EXPECT_THAT(r.notes, testing::Contains(HasSubstr("count only the newest")));
+}
+
 TEST(Report, FormulasByHand) {
     // 1 − 10 × 1e-5 × (100 + 1800) = 0.81
     EXPECT_NEAR(EstimateEttr(10, 1e-5, 100, 3600), 0.81, 1e-12);
