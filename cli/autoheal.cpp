@@ -55,6 +55,8 @@ constexpr const char* kUsage =
     "  metrics [--output FILE]          Prometheus text (node_exporter's textfile collector)\n"
     "  config check [FILE]              validate autoheal.yaml (file:line:column errors)\n"
     "  config print-slurm               the slurm.conf lines autoheal needs, for this install\n"
+    "  report [--since 30d] [--html FILE] [--json] [--job-nodes N] ...\n"
+    "                                   interruptions by cause, MTBF, ETTR (docs/report.md)\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
         if (cmd == "replay") return autoheal::cli::Replay(args);
         if (cmd == "metrics") return autoheal::cli::Metrics(args);
         if (cmd == "config") return autoheal::cli::ConfigCommand(args);
+        if (cmd == "report") return autoheal::cli::Report(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

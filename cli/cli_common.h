@@ -78,5 +78,6 @@ int Tickets(const std::vector<std::string>& args);
 int Replay(const std::vector<std::string>& args);
 int Metrics(const std::vector<std::string>& args);
 int ConfigCommand(const std::vector<std::string>& args);
+int Report(const std::vector<std::string>& args);
 
 }  // namespace autoheal::cli

@@ -18,6 +18,7 @@ packages=(
     libsqlite3-dev sqlite3 libcurl4-openssl-dev
     libre2-dev libhyperscan-dev ripgrep clang libclang-rt-14-dev
     python3
+    chromium  # headless, for the page test of `autoheal report --html`
 )
 
 cache_dir=${AUTOHEAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/autoheal}
