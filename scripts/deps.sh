@@ -17,6 +17,7 @@ packages=(
     libgtest-dev libgmock-dev
     libsqlite3-dev sqlite3 libcurl4-openssl-dev
     libre2-dev libhyperscan-dev ripgrep clang libclang-rt-14-dev
+    python3-jsonschema python3-yaml
 )
 
 cache_dir=${AUTOHEAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/autoheal}
