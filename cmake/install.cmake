@@ -37,4 +37,6 @@ install(DIRECTORY DESTINATION ${AUTOHEAL_LOG_DIR}
         DIRECTORY_PERMISSIONS ${autoheal_dir_permissions})
 
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The JSON Schema of rule files, for editors (docs/rules.md).
+install(FILES schema/rules.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/autoheal)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")

@@ -19,6 +19,7 @@ packages=(
     libre2-dev libhyperscan-dev ripgrep clang libclang-rt-14-dev
     python3
     chromium  # headless, for the page test of `autoheal report --html`
+    python3-jsonschema python3-yaml
 )
 
 cache_dir=${AUTOHEAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/autoheal}
