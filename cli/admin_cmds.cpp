@@ -119,7 +119,7 @@ struct Setup {
     std::unique_ptr<remediation::IncidentStore> store;
 };
 
-std::optional<Setup> SetUp(const char* command) {
+std::optional<Setup> SetUp(const char* command, bool create_store = false) {
     auto config = LoadConfigOrComplain(command);
     if (!config) return std::nullopt;
     auto rc = remediation::ParseRemediationConfig(config->remediation, config->source);
@@ -127,7 +127,7 @@ std::optional<Setup> SetUp(const char* command) {
         std::fprintf(stderr, "autoheal: %s: %s\n", command, rc.error().c_str());
         return std::nullopt;
     }
-    auto store = OpenStoreOrComplain(command, *config);
+    auto store = OpenStoreOrComplain(command, *config, create_store);
     if (!store) return std::nullopt;
     return Setup{std::move(*config), std::move(*rc), std::move(store)};
 }
@@ -478,7 +478,7 @@ int Resume(const std::vector<std::string>& argv) {
         std::fprintf(stderr, "autoheal: resume: '%s' is not a node name\n", name.c_str());
         return 2;
     }
-    auto s = SetUp("resume");
+    auto s = SetUp("resume", /*create_store=*/true);
     if (!s) return 1;
     SlurmAdapter slurm(s->rc.slurm_conf);
     auto node = slurm.GetNode(name);

@@ -50,7 +50,7 @@ constexpr const char* kUsage =
     "                                   return a repaired node to service\n"
     "  tickets [--all] [--deliver] [--json]\n"
     "                                   tickets waiting for delivery\n"
-    "  replay [--since 7d] --rules PATH... [--json]\n"
+    "  replay [--since 7d] --rules PATH [--json]\n"
     "                                   decide stored runs again under other rules: what changes\n"
     "  metrics [--output FILE]          Prometheus text (node_exporter's textfile collector)\n"
     "  config check [FILE]              validate autoheal.yaml (file:line:column errors)\n"

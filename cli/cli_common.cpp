@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/remediation_config.h"
@@ -20,8 +21,17 @@ std::optional<Config> LoadConfigOrComplain(const char* command) {
 }
 
 std::unique_ptr<remediation::IncidentStore> OpenStoreOrComplain(const char* command,
-                                                                const Config& config) {
-    auto store = remediation::IncidentStore::Open(config.state_dir + "/incidents.sqlite");
+                                                                const Config& config, bool create) {
+    const std::string path = config.state_dir + "/incidents.sqlite";
+    std::error_code ec;
+    if (!create && !std::filesystem::exists(path, ec)) {
+        std::fprintf(stderr,
+                     "autoheal: %s: no incident store at %s: autoheal records incidents where "
+                     "its controller epilog runs (run this there, or share state_dir)\n",
+                     command, path.c_str());
+        return nullptr;
+    }
+    auto store = remediation::IncidentStore::Open(path);
     if (!store) {
         std::fprintf(stderr, "autoheal: %s: %s\n", command, store.error().c_str());
         return nullptr;

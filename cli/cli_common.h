@@ -24,9 +24,11 @@ std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>&
 // gives the defaults; a broken one is reported (file:line:column) and gives nullopt.
 std::optional<Config> LoadConfigOrComplain(const char* command);
 
-// The incident store under the config's state_dir, or nullptr after saying why.
+// The incident store under the config's state_dir, or nullptr after saying why. Only commands
+// that record something (`create`) make a store where none is: the others say where to look.
 std::unique_ptr<remediation::IncidentStore> OpenStoreOrComplain(const char* command,
-                                                                const Config& config);
+                                                                const Config& config,
+                                                                bool create = false);
 
 // A command's arguments: `--name value` options, `--flag` switches and positionals. Unknown
 // options, a missing value or a repeated option are refused with a message naming them.

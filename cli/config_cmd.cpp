@@ -44,20 +44,13 @@ int Check(const std::vector<std::string>& args) {
     std::vector<std::string> problems;
     if (!loaded) {
         problems.push_back(loaded.error());
-    } else {
+    } else if (const std::string p = remediation::ValidateConfigSections(*loaded); !p.empty()) {
         // Each section is checked on its own, so one run names a problem in each.
-        const Config& config = *loaded;
-        if (auto hc = health::ParseHealthConfig(config.health, config.source); !hc) {
-            problems.push_back(hc.error());
+        std::size_t start = 0;
+        for (std::size_t nl; (nl = p.find('\n', start)) != std::string::npos; start = nl + 1) {
+            problems.push_back(p.substr(start, nl - start));
         }
-        auto rc = remediation::ParseRemediationConfig(config.remediation, config.source);
-        if (!rc) {
-            problems.push_back(rc.error());
-        } else if (auto tickets =
-                       remediation::ParseTicketConfig(rc->tickets, config.source, config.state_dir);
-                   !tickets) {
-            problems.push_back(tickets.error());
-        }
+        problems.push_back(p.substr(start));
     }
     std::printf("%s: %s\n", path.c_str(), problems.empty() ? "Ok" : "Invalid");
     for (const std::string& p : problems) std::printf("  %s\n", p.c_str());

@@ -6,6 +6,7 @@
 
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/controller.h"
+#include "autoheal/remediation/remediation_config.h"
 
 int main() {
     return autoheal::RunJobScript(
@@ -20,5 +21,6 @@ int main() {
                               outcome.summary);
             }
             return 0;
-        });
+        },
+        autoheal::remediation::ValidateConfigSections);
 }

@@ -6,6 +6,7 @@
 
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/controller.h"
+#include "autoheal/remediation/remediation_config.h"
 
 int main() {
     return autoheal::RunJobScript(
@@ -19,5 +20,6 @@ int main() {
                 spdlog::error("autoheal: epilog-ctld: job={}: {}", ctx.job_id, outcome.summary);
             }
             return 0;
-        });
+        },
+        autoheal::remediation::ValidateConfigSections);
 }

@@ -157,4 +157,7 @@ int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx)
 }  // namespace
 
 // Our own bugs fail open (RunJobScript: exit 0, the job is allowed to start).
-int main() { return autoheal::RunJobScript("autoheal-prolog", "prolog", Run); }
+int main() {
+    return autoheal::RunJobScript("autoheal-prolog", "prolog", Run,
+                                  autoheal::remediation::ValidateConfigSections);
+}

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <vector>
 
+#include "autoheal/core/files.h"
+
 namespace autoheal {
 namespace {
 
@@ -146,6 +148,75 @@ Result<Config> LoadConfigFile(const std::string& path) {
         return MakeError(path + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
     }
     return ParseConfig(text, path);
+}
+
+std::string LastGoodDir(const std::string& state_dir) { return state_dir + "/last-good"; }
+
+namespace {
+
+// The state_dir a config file names, read without parsing it (it may be broken): the first
+// top-level `state_dir:` line. Empty when none.
+std::string ScanStateDir(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string line;
+    for (int n = 0; n < 10000 && std::getline(in, line); ++n) {
+        if (line.rfind("state_dir:", 0) != 0) continue;
+        std::string v = line.substr(10);
+        const std::size_t hash = v.find(" #");
+        if (hash != std::string::npos) v.resize(hash);
+        const std::size_t a = v.find_first_not_of(" \t\"'");
+        const std::size_t b = v.find_last_not_of(" \t\r\"'");
+        if (a == std::string::npos || b < a) return "";
+        v = v.substr(a, b - a + 1);
+        return !v.empty() && v.front() == '/' ? v : "";
+    }
+    return "";
+}
+
+std::string Validate(const Result<Config>& c, const ConfigValidator& validate) {
+    if (!c) return c.error();
+    return validate ? validate(*c) : "";
+}
+
+}  // namespace
+
+LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigValidator& validate) {
+    LoadedConfig out;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+        out.problem = path + ": no such file: using the defaults";
+        return out;
+    }
+    auto loaded = LoadConfigFile(path);
+    const std::string problem = Validate(loaded, validate);
+    if (problem.empty()) {
+        out.config = std::move(loaded).value();
+        // Keep a copy for the day the file breaks (best effort: e.g. the folder may not be
+        // writable by this program's user).
+        std::ifstream in(path, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string copy = LastGoodDir(out.config.state_dir) + "/autoheal.yaml";
+        std::ifstream old(copy, std::ios::binary);
+        std::string old_text((std::istreambuf_iterator<char>(old)),
+                             std::istreambuf_iterator<char>());
+        if (!text.empty() && text != old_text) WriteFileAtomically(copy, text, 0644, 0755);
+        return out;
+    }
+    std::string state_dir = loaded ? loaded->state_dir : ScanStateDir(path);
+    if (state_dir.empty()) state_dir = Config{}.state_dir;
+    const std::string copy = LastGoodDir(state_dir) + "/autoheal.yaml";
+    auto last_good = LoadConfigFile(copy);
+    if (std::filesystem::exists(copy, ec) && Validate(last_good, validate).empty()) {
+        out.config = std::move(last_good).value();
+        out.problem = problem + "; using the last good copy " + copy;
+        return out;
+    }
+    out.config = Config{};
+    out.config.state_dir = state_dir;
+    out.config.remediation["dry_run"] = true;
+    out.problem = problem + "; no last good copy (" + copy +
+                  "): using the defaults with remediation in dry-run";
+    return out;
 }
 
 std::string FindConfigPath(const char* env_value, const std::string& exe_path) {

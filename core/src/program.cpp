@@ -14,15 +14,12 @@
 
 namespace autoheal {
 
-ProgramStart StartProgram(std::string_view program_name) {
+ProgramStart StartProgram(std::string_view program_name, const ConfigValidator& validate) {
     ProgramStart start;
     const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
-    auto loaded = LoadConfigFile(path);
-    if (loaded) {
-        start.config = std::move(loaded).value();
-    } else {
-        start.config_problem = loaded.error();
-    }
+    LoadedConfig loaded = LoadConfigKeepingLastGood(path, validate);
+    start.config = std::move(loaded.config);
+    start.config_problem = loaded.problem;
     const std::string name(program_name);
     const Config& c = start.config;
     const bool json = c.log_format == "json";
@@ -58,7 +55,7 @@ ProgramStart StartProgram(std::string_view program_name) {
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
     if (!start.config_problem.empty()) {
-        spdlog::error("autoheal: config: {}: using defaults", start.config_problem);
+        spdlog::error("autoheal: config: {}", start.config_problem);
     }
     return start;
 }
@@ -81,11 +78,11 @@ EnvLookup ProcessEnvLookup() {
 
 namespace autoheal {
 
-int RunJobScript(
-    std::string_view program_name, std::string_view area,
-    const std::function<int(const ProgramStart&, const ScriptContext&)>& body) noexcept {
+int RunJobScript(std::string_view program_name, std::string_view area,
+                 const std::function<int(const ProgramStart&, const ScriptContext&)>& body,
+                 const ConfigValidator& validate) noexcept {
     try {
-        const ProgramStart start = StartProgram(program_name);
+        const ProgramStart start = StartProgram(program_name, validate);
         const ScriptContext ctx = ReadScriptContext(ProcessEnvLookup());
         for (const std::string& problem : ctx.problems) {
             spdlog::warn("autoheal: {}: ignoring job option: {} job={}", area, problem, ctx.job_id);

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -134,6 +135,55 @@ TEST(LoadConfigFile, MissingFileIsAnError) {
     auto r = LoadConfigFile("/nonexistent/autoheal.yaml");
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error(), HasSubstr("cannot open"));
+}
+
+// A config broken while being edited: the programs keep running with the last good copy, or,
+// with none, with the defaults in dry-run (a typo must never turn remediation on).
+TEST(LoadConfigKeepingLastGood, BrokenFileFallsBackToTheLastGoodCopyOrToDryRun) {
+    namespace fs = std::filesystem;
+    const fs::path root =
+        fs::temp_directory_path() / ("autoheal-lastgood-" + std::to_string(getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    const std::string path = (root / "autoheal.yaml").string();
+    const std::string state = (root / "state").string();
+    auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+
+    // No file: the defaults, said.
+    LoadedConfig none = LoadConfigKeepingLastGood(path);
+    EXPECT_THAT(none.problem, HasSubstr("no such file"));
+
+    // Broken before any good load: defaults with remediation in dry-run, state_dir kept.
+    write("state_dir: " + state + "\nremediation:\n  dry_run: false\nlog_level: [\n");
+    LoadedConfig first = LoadConfigKeepingLastGood(path);
+    EXPECT_THAT(first.problem, HasSubstr(path + ":"));
+    EXPECT_THAT(first.problem, HasSubstr("no last good copy"));
+    EXPECT_EQ(first.config.state_dir, state);
+    EXPECT_TRUE(first.config.remediation["dry_run"].as<bool>());
+
+    // A good load keeps a copy.
+    write("state_dir: " + state + "\nlog_level: warn\nremediation:\n  dry_run: true\n");
+    LoadedConfig good = LoadConfigKeepingLastGood(path);
+    EXPECT_EQ(good.problem, "");
+    EXPECT_EQ(good.config.log_level, "warn");
+    EXPECT_TRUE(fs::exists(state + "/last-good/autoheal.yaml"));
+
+    // Broken again (syntax): the copy is used, and the message names the line.
+    write("state_dir: " + state + "\nlog_level: debug\nremediation: [\n");
+    LoadedConfig broken = LoadConfigKeepingLastGood(path);
+    EXPECT_THAT(broken.problem, HasSubstr(path + ":"));
+    EXPECT_THAT(broken.problem, HasSubstr("using the last good copy"));
+    EXPECT_EQ(broken.config.log_level, "warn");
+    EXPECT_TRUE(broken.config.remediation["dry_run"].as<bool>());
+
+    // Valid YAML that a section validator rejects counts as broken too.
+    write("state_dir: " + state + "\nlog_level: error\n");
+    LoadedConfig rejected = LoadConfigKeepingLastGood(path, [](const Config& c) {
+        return c.log_level == "error" ? std::string("remediation: bad key at 3:1") : "";
+    });
+    EXPECT_THAT(rejected.problem, HasSubstr("remediation: bad key at 3:1"));
+    EXPECT_EQ(rejected.config.log_level, "warn");
+    fs::remove_all(root);
 }
 
 }  // namespace

@@ -44,17 +44,16 @@ struct Engine {
     std::shared_ptr<const diag::Scanner> scanner;
 };
 
-Result<Engine> LoadEngine(const std::string& self_exe) {
+// The rules in use: the rules folder, or its last good copy when it is broken (then logged).
+Result<Engine> LoadEngine(const std::string& self_exe, const std::string& state_dir) {
     const std::string dir = diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"), self_exe);
-    diag::LoadedRules loaded = diag::LoadRuleFiles({dir});
-    if (!loaded.rules) {
-        std::string why = "rules in " + dir + " did not load";
-        for (const std::string& e : loaded.read_errors) why += "; " + e;
-        return MakeError(why);
-    }
-    auto scanner = diag::Scanner::Build(loaded.rules->signatures);
+    diag::RulesInUse in_use =
+        diag::LoadRulesKeepingLastGood(dir, LastGoodDir(state_dir) + "/rules.d");
+    if (!in_use.problem.empty()) spdlog::error("autoheal: {}", in_use.problem);
+    if (!in_use.rules) return MakeError(in_use.problem);
+    auto scanner = diag::Scanner::Build(in_use.rules->signatures);
     if (!scanner) return MakeError("rules: " + scanner.error());
-    return Engine{std::move(*loaded.rules), *scanner};
+    return Engine{std::move(*in_use.rules), *scanner};
 }
 
 // The lines of an evidence set, for the controller to scan again (in order, unique).
@@ -183,7 +182,7 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
     }
     auto rc = ParseRemediationConfig(config.remediation, config.source);
     if (!rc) return {false, rc.error()};
-    auto engine = LoadEngine(self_exe);
+    auto engine = LoadEngine(self_exe, config.state_dir);
     if (!engine) return {false, engine.error()};
 
     NodeReport report;
@@ -455,7 +454,7 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
     if (!rc) return {false, rc.error()};
     auto tickets = ParseTicketConfig(rc->tickets, config.source, config.state_dir);
     if (!tickets) return {false, tickets.error()};
-    auto engine = LoadEngine(self_exe);
+    auto engine = LoadEngine(self_exe, config.state_dir);
     if (!engine) return {false, engine.error()};
 
     DecisionInput in;

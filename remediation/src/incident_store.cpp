@@ -90,6 +90,7 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_end_time ON runs(end_time);
 ALTER TABLE incidents ADD COLUMN gpu_serial TEXT NOT NULL DEFAULT '';
+CREATE INDEX incidents_gpu_serial ON incidents(gpu_serial);
 )sql",
 };
 static_assert(std::size(kMigrations) == kIncidentSchemaVersion,

@@ -3,6 +3,8 @@
 #include <charconv>
 
 #include "autoheal/core/yaml_read.h"
+#include "autoheal/health/health_config.h"
+#include "autoheal/remediation/tickets.h"
 
 namespace autoheal::remediation {
 namespace {}  // namespace
@@ -205,6 +207,19 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
         return MakeError(source + ": remediation: " + e.what());
     }
     return config;
+}
+
+std::string ValidateConfigSections(const Config& config) {
+    std::string problems;
+    auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "\n") + p; };
+    if (auto hc = health::ParseHealthConfig(config.health, config.source); !hc) add(hc.error());
+    auto rc = ParseRemediationConfig(config.remediation, config.source);
+    if (!rc) {
+        add(rc.error());
+    } else if (auto t = ParseTicketConfig(rc->tickets, config.source, config.state_dir); !t) {
+        add(t.error());
+    }
+    return problems;
 }
 
 }  // namespace autoheal::remediation

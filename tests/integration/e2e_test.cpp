@@ -654,5 +654,62 @@ TEST_F(E2E, AdminCommandsShowAndUndoWhatAutohealDid) {
     EXPECT_EQ(nlohmann::json::parse(r.out)["held"].size(), 0u) << r.out;
 }
 
+// An admin breaks a rule file and autoheal.yaml while editing them, and Slurm is reconfigured
+// meanwhile: the epilogs keep the last good rules and config (saying file:line:column in the
+// log), so the next fault is still handled.
+TEST_F(E2E, BrokenRulesAndConfigKeepTheLastGoodOnes) {
+    const std::string etc = ClusterDir() + "/etc/autoheal";
+    const std::string config = etc + "/autoheal.yaml";
+    const std::string saved = ReadFile(config);
+    struct Restore {
+        std::string etc, config, saved;
+        ~Restore() {
+            fs::remove(etc + "/rules.d/50-edit.yaml");
+            std::ofstream(config) << saved;
+        }
+    } restore{etc, config, saved};
+
+    // A first job: the good rules and config are loaded (and kept).
+    CommandResult r;
+    auto first = Track(Submit({"-N", "1"}, "#!/bin/bash\ntrue\n", &r));
+    ASSERT_TRUE(first) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*first); }));
+    ASSERT_TRUE(WaitUntil([&] {
+        return AutohealLog().find("epilog-ctld: job=" + *first + " ") != std::string::npos;
+    }));
+    ASSERT_TRUE(fs::exists(StateDir() + "/last-good/rules.d/10-gpu.yaml"));
+    ASSERT_TRUE(fs::exists(StateDir() + "/last-good/autoheal.yaml"));
+
+    std::ofstream(etc + "/rules.d/50-edit.yaml")
+        << "- rule: half-written\n  cause: faulty_gpu\n  actons: [drain]\n";
+    std::ofstream(config) << saved << "remediation_typo: [\n";
+    ASSERT_EQ(RunCommand({"scontrol", "reconfigure"}).exit_code, 0);
+
+    TrainingJob job{"broken-edit"};
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string culprit;
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        culprit = nodes.back();
+        InjectKernel(culprit, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(60)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog().substr(AutohealLog().size() > 3000 ? AutohealLog().size() - 3000 : 0);
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], culprit);
+    const std::string log = AutohealLog();
+    EXPECT_THAT(log, HasSubstr("50-edit.yaml:3:"));
+    EXPECT_THAT(log,
+                HasSubstr("using the last good rules from " + StateDir() + "/last-good/rules.d"));
+    EXPECT_THAT(log, HasSubstr(config + ":"));
+    EXPECT_THAT(log,
+                HasSubstr("using the last good copy " + StateDir() + "/last-good/autoheal.yaml"));
+    // The broken files never replaced the kept copies.
+    EXPECT_FALSE(fs::exists(StateDir() + "/last-good/rules.d/50-edit.yaml"));
+    EXPECT_THAT(ReadFile(StateDir() + "/last-good/autoheal.yaml"),
+                Not(HasSubstr("remediation_typo")));
+}
+
 }  // namespace
 }  // namespace autoheal::testing

@@ -130,6 +130,16 @@ TEST_F(CliAdmin, BadArgumentsAreRefusedNamingThem) {
     EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST_F(CliAdmin, NoStoreIsSaidAndNotCreated) {
+    store_.reset();
+    const fs::path db = dir_ / "state" / "incidents.sqlite";
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db.string() + suffix);
+    auto r = Cli({"incidents"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("no incident store at " + db.string()));
+    EXPECT_FALSE(fs::exists(db));
+}
+
 TEST_F(CliAdmin, BrokenConfigIsReportedWithItsLocation) {
     std::ofstream(config_) << "state_dir: [unclosed\n";
     auto r = Cli({"incidents"});

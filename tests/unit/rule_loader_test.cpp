@@ -1,7 +1,12 @@
 // The rule loader, Falco-style: raw YAML in, stable codes, locations and snippets out.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "autoheal/diag/rule_files.h"
 #include "autoheal/diag/rules.h"
 
 namespace autoheal::diag {
@@ -230,6 +235,43 @@ TEST(ParseDuration, Units) {
     EXPECT_EQ(ParseDuration("d"), std::nullopt);
     EXPECT_EQ(ParseDuration("-1d"), std::nullopt);
     EXPECT_EQ(ParseDuration("3y"), std::nullopt);
+}
+
+// A rule file broken while being edited: the programs use the last good rules and say why.
+TEST(RuleFiles, BrokenRulesFallBackToTheLastGoodCopy) {
+    namespace fs = std::filesystem;
+    const fs::path root =
+        fs::temp_directory_path() / ("autoheal-rules-lastgood-" + std::to_string(getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "rules.d");
+    const std::string dir = (root / "rules.d").string();
+    const std::string keep = (root / "last-good" / "rules.d").string();
+    const std::string good = kBase;
+    std::ofstream(root / "rules.d" / "10-gpu.yaml") << good;
+
+    RulesInUse first = LoadRulesKeepingLastGood(dir, keep);
+    ASSERT_TRUE(first.rules) << first.problem;
+    EXPECT_EQ(first.problem, "");
+    EXPECT_EQ(first.source, dir);
+    EXPECT_TRUE(fs::exists(fs::path(keep) / "10-gpu.yaml"));
+
+    std::ofstream(root / "rules.d" / "20-site.yaml")
+        << "- rule: x\n  cause: faulty_gpu\n  bogus: 1\n";
+    RulesInUse broken = LoadRulesKeepingLastGood(dir, keep);
+    ASSERT_TRUE(broken.rules);
+    EXPECT_EQ(broken.source, keep);
+    EXPECT_THAT(broken.problem, HasSubstr("20-site.yaml:3:"));  // file:line:column
+    EXPECT_THAT(broken.problem, HasSubstr("using the last good rules from " + keep));
+    EXPECT_FALSE(fs::exists(fs::path(keep) / "20-site.yaml"));  // the copy is not overwritten
+    ASSERT_EQ(broken.rules->rules.size(), 1u);
+
+    fs::remove(root / "rules.d" / "20-site.yaml");
+    fs::remove_all(keep);
+    std::ofstream(root / "rules.d" / "10-gpu.yaml") << "- rule: [\n";
+    RulesInUse nothing = LoadRulesKeepingLastGood(dir, keep);
+    EXPECT_FALSE(nothing.rules);
+    EXPECT_THAT(nothing.problem, HasSubstr("no last good copy"));
+    fs::remove_all(root);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "autoheal/diag/rule_files.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace autoheal::diag {
 namespace {
@@ -61,6 +64,68 @@ LoadedRules LoadRuleFiles(const std::vector<std::string>& paths) {
     }
     out.rules = loader.Compile(&out.result);
     if (!out.read_errors.empty()) out.rules.reset();
+    return out;
+}
+
+namespace {
+
+// name -> content of the rule files of a folder (those ExpandRulePaths lists).
+std::map<std::string, std::string> ReadRuleFolder(const std::string& dir) {
+    std::map<std::string, std::string> out;
+    std::vector<std::string> errors;
+    for (const std::string& file : ExpandRulePaths({dir}, &errors)) {
+        std::ifstream in(file, std::ios::binary);
+        out[std::filesystem::path(file).filename().string()] =
+            std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+    return out;
+}
+
+// Replaces `dir` with the files of `files` (written beside it first, then renamed into place).
+void ReplaceFolder(const std::string& dir, const std::map<std::string, std::string>& files) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const std::string tmp = dir + ".tmp." + std::to_string(::getpid());
+    const std::string old = dir + ".old." + std::to_string(::getpid());
+    fs::remove_all(tmp, ec);
+    fs::create_directories(tmp, ec);
+    if (ec) return;
+    for (const auto& [name, text] : files) {
+        std::ofstream(fs::path(tmp) / name, std::ios::binary) << text;
+    }
+    fs::rename(dir, old, ec);  // absent the first time
+    fs::rename(tmp, dir, ec);
+    if (ec) {  // another epilog replaced it at the same moment: theirs is as good
+        fs::remove_all(tmp, ec);
+    }
+    fs::remove_all(old, ec);
+}
+
+}  // namespace
+
+RulesInUse LoadRulesKeepingLastGood(const std::string& dir, const std::string& last_good_dir) {
+    RulesInUse out;
+    LoadedRules loaded = LoadRuleFiles({dir});
+    if (loaded.rules && !loaded.files.empty()) {
+        out.rules = std::move(loaded.rules);
+        out.source = dir;
+        auto files = ReadRuleFolder(dir);
+        if (files != ReadRuleFolder(last_good_dir)) ReplaceFolder(last_good_dir, files);
+        return out;
+    }
+    std::string why = loaded.result.Format();
+    for (const std::string& e : loaded.read_errors) why += e + "\n";
+    if (loaded.files.empty() && loaded.read_errors.empty()) why = dir + ": no rule files\n";
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    out.problem = "rules in " + dir + " did not load: " + why;
+    LoadedRules fallback = LoadRuleFiles({last_good_dir});
+    if (fallback.rules && !fallback.files.empty()) {
+        out.rules = std::move(fallback.rules);
+        out.source = last_good_dir;
+        out.problem += "; using the last good rules from " + last_good_dir;
+    } else {
+        out.problem += "; no last good copy in " + last_good_dir;
+    }
     return out;
 }
 

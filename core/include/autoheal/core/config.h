@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,22 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name);
 
 // Reads and parses a file (size-capped).
 Result<Config> LoadConfigFile(const std::string& path);
+
+// What a program runs with. A file that is missing gives the defaults. A file that does not
+// parse, or whose sections `validate` rejects (it returns the problems, "" when usable), is not
+// used: the last good copy is (state_dir/last-good/autoheal.yaml, kept by every load that
+// succeeded), else the defaults with remediation in dry-run, so that a typo never turns
+// remediation on. `problem` then says what was wrong (file:line:column) and what was used.
+struct LoadedConfig {
+    Config config;
+    std::string problem;
+};
+using ConfigValidator = std::function<std::string(const Config&)>;
+LoadedConfig LoadConfigKeepingLastGood(const std::string& path,
+                                       const ConfigValidator& validate = {});
+
+// Where the last good config and rules are kept.
+std::string LastGoodDir(const std::string& state_dir);
 
 // The config file a program uses: $AUTOHEAL_CONFIG if set, else <exe_dir>/../etc/autoheal/
 // autoheal.yaml if it exists (a relocated install such as the local test cluster), else

@@ -14,13 +14,14 @@ namespace autoheal {
 
 struct ProgramStart {
     Config config;
-    std::string config_problem;  // non-empty when the config could not be used (defaults apply)
+    std::string config_problem;  // why the config file could not be used, and what was used instead
 };
 
 // Loads the config (see FindConfigPath) and installs the default spdlog logger, named after the
 // program, writing to config.log_file (its folder is created if missing). When the file cannot
 // be opened, logs go to stderr. Never throws.
-ProgramStart StartProgram(std::string_view program_name);
+// `validate` checks the sections core does not parse (see LoadConfigKeepingLastGood).
+ProgramStart StartProgram(std::string_view program_name, const ConfigValidator& validate = {});
 
 // Looks variables up in this process's environment.
 EnvLookup ProcessEnvLookup();
@@ -32,8 +33,8 @@ std::string SelfExePath();
 // script environment, logs "autoheal: <area>: job seen: job=... node=... auto_resume=..." (and a
 // warning per option value that failed validation), then returns body's exit code. Our own bugs
 // fail open: an exception is logged and the exit code is 0. Never throws.
-int RunJobScript(
-    std::string_view program_name, std::string_view area,
-    const std::function<int(const ProgramStart&, const ScriptContext&)>& body) noexcept;
+int RunJobScript(std::string_view program_name, std::string_view area,
+                 const std::function<int(const ProgramStart&, const ScriptContext&)>& body,
+                 const ConfigValidator& validate = {}) noexcept;
 
 }  // namespace autoheal

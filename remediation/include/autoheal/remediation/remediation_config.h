@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "autoheal/core/config.h"
 #include "autoheal/core/result.h"
 
 namespace autoheal::remediation {
@@ -67,6 +68,11 @@ struct RemediationConfig {
 
 Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
                                                  const std::string& source);
+
+// Every section of a loaded config that core does not parse (health, remediation, tickets): the
+// problems, one per line, or "" when all are usable. The programs pass it to StartProgram, so a
+// config whose sections are broken is not used (its last good copy is).
+std::string ValidateConfigSections(const Config& config);
 
 // "30s", "10m", "1h", "30d" or plain seconds.
 Result<std::int64_t> ParseDurationSeconds(const std::string& text);
