@@ -58,6 +58,16 @@ const CheckResult* HealthReport::Worst() const {
     return nullptr;
 }
 
+// NVML answers that no GPU can give (a driver in a bad state, memory corruption) are not
+// evidence against the GPU: the check says unknown, never fail.
+constexpr std::uint64_t kMaxPlausibleCount = 1ULL << 40;
+constexpr unsigned kMaxPlausibleTemperatureC = 200;
+
+CheckResult Implausible(CheckResult r, const std::string& what) {
+    r.Set("unreliable", "yes");  // the verdict is unknown, not pass (runner.cpp)
+    return Unknown(std::move(r), "NVML returned an implausible " + what);
+}
+
 CheckResult CheckDriver(const NodeSnapshot& node) {
     CheckResult r = Make("driver", nullptr);
     if (!node.driver_present) {
@@ -109,6 +119,9 @@ CheckResult CheckEcc(const GpuSnapshot& gpu) {
     const std::uint64_t vol = gpu.ecc_uncorrected_volatile.value_or(0);
     const std::uint64_t dram = gpu.ecc_uncorrected_dram.value_or(0);
     const std::uint64_t sram = gpu.ecc_uncorrected_sram.value_or(0);
+    if (vol > kMaxPlausibleCount || dram > kMaxPlausibleCount || sram > kMaxPlausibleCount) {
+        return Implausible(r, "ECC error count");
+    }
     r.Set("volatile", Str(vol));
     if (gpu.ecc_uncorrected_aggregate) r.Set("aggregate", Str(*gpu.ecc_uncorrected_aggregate));
     if (gpu.ecc_uncorrected_dram) r.Set("dram", Str(dram));
@@ -131,6 +144,9 @@ CheckResult CheckRemappedRows(const GpuSnapshot& gpu) {
     CheckResult r = Make("row-remap", &gpu);
     if (!gpu.remapped_rows) return Unknown(r, "row remapping not reported (pre-Ampere GPU?)");
     const RemappedRows& rows = *gpu.remapped_rows;
+    if (rows.correctable > 1000000 || rows.uncorrectable > 1000000) {
+        return Implausible(r, "remapped row count");
+    }
     r.Set("correctable", std::to_string(rows.correctable));
     r.Set("uncorrectable", std::to_string(rows.uncorrectable));
     r.Set("pending", rows.pending ? "yes" : "no");
@@ -171,6 +187,7 @@ CheckResult CheckRecoveryAction(const GpuSnapshot& gpu) {
     static constexpr const char* kNames[] = {"none", "GPU reset required", "node reboot required",
                                              "drain P2P", "drain and reset"};
     const unsigned a = *gpu.recovery_action;
+    if (a > 64) return Implausible(r, "recovery action (" + std::to_string(a) + ")");
     const std::string name = a < 5 ? kNames[a] : "action " + std::to_string(a);
     r.Set("action", std::to_string(a));
     if (a == 0) {
@@ -186,6 +203,10 @@ CheckResult CheckRecoveryAction(const GpuSnapshot& gpu) {
 CheckResult CheckPcieLink(const GpuSnapshot& gpu, const GpuModel* model) {
     CheckResult r = Make("pcie-link", &gpu);
     if (!gpu.pcie_gen || !gpu.pcie_width) return Unknown(r, "PCIe link not reported");
+    if (*gpu.pcie_gen == 0 || *gpu.pcie_gen > 8 || *gpu.pcie_width == 0 || *gpu.pcie_width > 32) {
+        return Implausible(r, "PCIe link (gen " + std::to_string(*gpu.pcie_gen) + " x" +
+                                  std::to_string(*gpu.pcie_width) + ")");
+    }
     const unsigned want_gen =
         model != nullptr && model->pcie_gen != 0 ? model->pcie_gen : gpu.pcie_gen_max.value_or(0);
     const unsigned want_width = model != nullptr && model->pcie_width != 0
@@ -215,6 +236,7 @@ CheckResult CheckPcieLink(const GpuSnapshot& gpu, const GpuModel* model) {
 
 CheckResult CheckNvLink(const GpuSnapshot& gpu, const GpuModel* model) {
     CheckResult r = Make("nvlink", &gpu);
+    if (gpu.nvlinks.size() > 64) return Implausible(r, "NVLink count");
     if (gpu.nvlinks.empty()) {
         if (model != nullptr && model->nvlinks > 0) {
             r.status = Status::kFail;
@@ -263,6 +285,10 @@ CheckResult CheckNvLink(const GpuSnapshot& gpu, const GpuModel* model) {
 CheckResult CheckThermal(const GpuSnapshot& gpu, const HealthConfig& config) {
     CheckResult r = Make("thermal", &gpu);
     if (!gpu.temperature_c) return Unknown(r, "temperature not reported");
+    if (*gpu.temperature_c > kMaxPlausibleTemperatureC ||
+        gpu.slowdown_temperature_c.value_or(0) > kMaxPlausibleTemperatureC) {
+        return Implausible(r, "temperature (" + std::to_string(*gpu.temperature_c) + " C)");
+    }
     r.Set("temperature_c", std::to_string(*gpu.temperature_c));
     if (gpu.slowdown_temperature_c) {
         r.Set("slowdown_c", std::to_string(*gpu.slowdown_temperature_c));

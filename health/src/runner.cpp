@@ -339,6 +339,7 @@ HealthReport RunHealthChecks(const RunRequest& request) {
         } else {
             r.summary =
                 "NVML query process failed (exit " + std::to_string(nvml[0].exit_status) + ")";
+            r.Set("unreliable", "yes");
         }
         report.results.push_back(r);
     } else {
@@ -431,18 +432,26 @@ HealthReport RunHealthChecks(const RunRequest& request) {
         }
     }
 
-    // 3. The verdict.
+    // 3. The verdict: fail on evidence; unknown when NVML could not be judged (its process
+    //    crashed, or it answered what no GPU can); a timeout counts as a failure when
+    //    configured; a check a GPU does not support changes nothing.
     report.status = Status::kPass;
+    bool unreliable = false;
     for (const CheckResult& r : report.results) {
         Status s = r.status;
-        const bool timeout = std::any_of(r.values.begin(), r.values.end(), [](const auto& kv) {
-            return kv.first == "timeout" && kv.second == "yes";
-        });
-        if (s == Status::kUnknown)
-            s = timeout && config.timeout_is_failure ? Status::kFail : Status::kPass;
+        auto flag = [&r](const char* key) {
+            return std::any_of(r.values.begin(), r.values.end(), [key](const auto& kv) {
+                return kv.first == key && kv.second == "yes";
+            });
+        };
+        if (s == Status::kUnknown) {
+            unreliable = unreliable || flag("unreliable");
+            s = flag("timeout") && config.timeout_is_failure ? Status::kFail : Status::kPass;
+        }
         if (s == Status::kFail) report.status = Status::kFail;
         if (s == Status::kWarn && report.status == Status::kPass) report.status = Status::kWarn;
     }
+    if (unreliable && report.status != Status::kFail) report.status = Status::kUnknown;
     report.seconds = SecondsSince(start);
     return report;
 }

@@ -15,6 +15,7 @@ namespace autoheal::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string ScenarioPath(const std::string& node) {
@@ -22,6 +23,20 @@ std::string ScenarioPath(const std::string& node) {
 }
 
 // Puts a scenario on a node for one test and puts the node back afterwards.
+// How many processes have this command name (/proc/PID/comm).
+int ProcessesNamed(const std::string& name) {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string pid = e.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "comm");
+        std::string comm;
+        if (std::getline(in, comm) && comm == name) ++n;
+    }
+    return n;
+}
+
 class NodeScenario {
   public:
     NodeScenario(std::string node, const std::string& json) : node_(std::move(node)) {
@@ -83,6 +98,51 @@ TEST(Health, GpuThatHangsNvmlIsHandledWithinTheBudget) {
                     " node=node1 tier=quick verdict=fail checks=\\d+ seconds=([0-9.]+)");
     ASSERT_TRUE(std::regex_search(log, m, line)) << log;
     EXPECT_LT(std::stod(m[1]), 4.0);
+    // The hung NVML process was killed with its prolog: nothing is left behind.
+    EXPECT_TRUE(
+        WaitUntil([] { return ProcessesNamed("autoheal-prolog") == 0; }, std::chrono::seconds(5)))
+        << ProcessesNamed("autoheal-prolog") << " autoheal-prolog process(es) left";
+}
+
+// NVML that crashes (a driver bug) is no evidence against the node: the checks say unknown, the
+// job starts there, nothing is drained and no process is left.
+TEST(Health, NvmlThatCrashesIsUnknownAndTheJobStarts) {
+    NodeScenario crash("node1", R"({"crash": {"call": "nvmlDeviceGetTemperature"},
+                                    "gpus": [{"minor": 0}, {"minor": 1}]})");
+    CommandResult r;
+    auto id = Submit({"-N", "1", "-w", "node1", "--gpus-per-node=1"}, "#!/bin/bash\ntrue\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(60)));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    EXPECT_THAT(ShowNode("node1")["State"], Not(HasSubstr("DRAIN")));
+    const std::string log = AutohealLog();
+    EXPECT_THAT(log, HasSubstr("job=" + *id + " node=node1 tier=quick verdict=unknown"));
+    EXPECT_THAT(log, HasSubstr("NVML query process failed"));
+    EXPECT_EQ(ProcessesNamed("autoheal-prolog"), 0);
+}
+
+// NVML answers no GPU can give are no evidence either: unknown, not a fault.
+TEST(Health, NvmlGarbageIsUnknownNotAFault) {
+    NodeScenario garbage("node1", R"({"gpus": [
+        {"minor": 0, "temperature_c": 4294967295, "pcie": {"gen": 99, "width": 0},
+         "ecc": {"volatile_uncorrected": 18446744073709551615},
+         "remapped_rows": {"correctable": 4000000000}, "recovery_action": 4000000000},
+        {"minor": 1}]})");
+    CommandResult r;
+    auto id = Submit({"-N", "1", "-w", "node1", "--gpus-per-node=2"}, "#!/bin/bash\ntrue\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(60)));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
+    EXPECT_THAT(ShowNode("node1")["State"], Not(HasSubstr("DRAIN")));
+    const std::string log = AutohealLog();
+    EXPECT_THAT(log, HasSubstr("job=" + *id + " node=node1 tier=quick verdict=unknown"));
+    for (const char* check :
+         {"thermal", "pcie-link", "ecc-uncorrected", "row-remap", "recovery-action"}) {
+        EXPECT_THAT(log, HasSubstr(std::string("unknown ") + check +
+                                   " gpu=0000:10:00.0: NVML returned an implausible"))
+            << check;
+    }
 }
 
 TEST(Health, WrongGemmResultIsCaughtByTheCudaChecks) {

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "autoheal/core/config.h"
 #include "autoheal/health/check.h"
 #include "autoheal/health/health_config.h"
@@ -129,6 +131,34 @@ TEST(HealthChecks, ThermalFailsAtSlowdownMinusMargin) {
     EXPECT_EQ(CheckThermal(g, config).status, Status::kPass);
     g.temperature_c = 85;
     EXPECT_EQ(CheckThermal(g, config).status, Status::kFail);
+}
+
+// Values no GPU can report are NVML's garbage, not evidence: unknown (and flagged so that the
+// verdict is unknown), never fail.
+TEST(HealthChecks, ImplausibleNvmlValuesAreUnknownNotFailures) {
+    HealthConfig config;
+    auto unreliable = [](const CheckResult& r) {
+        return r.status == Status::kUnknown &&
+               std::find(r.values.begin(), r.values.end(),
+                         std::pair<std::string, std::string>{"unreliable", "yes"}) !=
+                   r.values.end();
+    };
+    GpuSnapshot g = Healthy();
+    g.temperature_c = 4294967295u;
+    EXPECT_TRUE(unreliable(CheckThermal(g, config)));
+    g = Healthy();
+    g.pcie_width = 0;
+    EXPECT_TRUE(unreliable(CheckPcieLink(g, nullptr)));
+    g = Healthy();
+    g.ecc_uncorrected_volatile = ~std::uint64_t{0};
+    EXPECT_TRUE(unreliable(CheckEcc(g)));
+    g = Healthy();
+    g.recovery_action = 4000000000u;
+    EXPECT_TRUE(unreliable(CheckRecoveryAction(g)));
+    // A real fault just below the limits is still a failure.
+    g = Healthy();
+    g.ecc_uncorrected_volatile = 1000000;
+    EXPECT_EQ(CheckEcc(g).status, Status::kFail);
 }
 
 TEST(HealthChecks, HardwareSlowdownFailsSoftwareThermalWarns) {

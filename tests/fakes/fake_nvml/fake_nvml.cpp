@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,7 @@ struct Hang {
     std::string call;
     std::optional<unsigned> gpu;
     double seconds = 3600;
+    bool crash = false;  // "crash": the call kills the process (SIGSEGV) instead of sleeping
 };
 
 struct Scenario {
@@ -255,11 +257,14 @@ Scenario ParseScenario(const std::string& text) {
     if (auto it = j.find("init_error"); it != j.end() && !it->is_null()) {
         s.init_error = ReturnByName(*it);
     }
-    if (auto it = j.find("hang"); it != j.end() && !it->is_null()) {
+    for (const char* key : {"hang", "crash"}) {
+        auto it = j.find(key);
+        if (it == j.end() || it->is_null()) continue;
         Hang h;
         h.call = it->at("call").get<std::string>();
         if (auto g = it->find("gpu"); g != it->end() && !g->is_null()) h.gpu = g->get<unsigned>();
         Take(*it, "seconds", &h.seconds);
+        h.crash = std::string(key) == "crash";
         s.hang = h;
     }
     auto gpus = j.find("gpus");
@@ -313,6 +318,7 @@ void MaybeHang(const char* call, int gpu_index) {
     const Hang& h = *g_scenario.hang;
     // Calls without a device hang whatever GPU the scenario names.
     if (h.gpu && gpu_index >= 0 && static_cast<unsigned>(gpu_index) != *h.gpu) return;
+    if (h.crash) std::raise(SIGSEGV);
     std::this_thread::sleep_for(std::chrono::duration<double>(h.seconds));
 }
 
