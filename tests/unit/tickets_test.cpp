@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sqlite3.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +48,6 @@ using ::testing::StartsWith;
 
 constexpr const char* kPayload =
     R"({"kind":"rma","node":"gpu-node-7","gpu":"0000:3b:00.0","cause":"faulty_gpu","inc":42})";
-
 
 // A port on 127.0.0.1 where nothing listens (bound once to find it, then closed).
 int FreePort() {
@@ -479,6 +480,84 @@ TEST_F(TicketsTest, WebhookDownDuringTheFaultIsDeliveredOnceItIsBack) {
     ASSERT_EQ(requests.size(), 2u);
     EXPECT_EQ(requests[0].body, kPayload);
     EXPECT_EQ(requests[1].body, kPayload);
+}
+
+// The ticket system is down for an hour of (simulated) time while faults keep coming: the
+// controller epilog tries the due tickets after every job (here every minute), each attempt
+// fails with a clear reason and backs off, nothing is lost, and once the system is back every
+// ticket is delivered exactly once.
+TEST_F(TicketsTest, WebhookDownForAnHourLosesNothingAndDeliversEachOnce) {
+    int port = 0;
+    {
+        HttpServer probe({200});
+        port = probe.port();  // a free port, closed again: nothing listens there for the hour
+    }
+    const TicketConfig config =
+        Config({Webhook("http://127.0.0.1:" + std::to_string(port) + "/t")});
+    std::vector<std::int64_t> ids = Open(config, "fault-1");
+    int attempts = 0;
+    for (std::int64_t t = kNow; t < kNow + 3600; t += 60) {
+        if (t == kNow + 1800) {  // a second fault half-way through the outage
+            for (std::int64_t id : Open(config, "fault-2")) ids.push_back(id);
+        }
+        const auto summary = Deliver(config, t);
+        EXPECT_EQ(summary.delivered, 0);
+        attempts += summary.failed;
+        for (const std::string& e : summary.errors) {
+            EXPECT_THAT(e, HasSubstr("webhook tickets: "));  // names the sink and the reason
+        }
+    }
+    ASSERT_EQ(ids.size(), 2u);
+    // Backed off (30 s doubling, capped): far fewer attempts than the 60 epilog runs.
+    EXPECT_GE(attempts, 8);
+    EXPECT_LE(attempts, 14);
+    for (std::int64_t id : ids) EXPECT_EQ(Row(id).state, "failed");
+
+    HttpServer server({200}, port);
+    int delivered = 0;
+    for (std::int64_t t = kNow + 3600; t < kNow + 3 * 3600; t += 60) {
+        delivered += Deliver(config, t).delivered;
+    }
+    EXPECT_EQ(delivered, 2);
+    for (std::int64_t id : ids) EXPECT_EQ(Row(id).state, "delivered");
+    EXPECT_EQ(server.requests().size(), 2u);
+}
+
+// The spool on a full disk: the delivery fails with the reason, leaves no partial file, and the
+// ticket is delivered once there is room again.
+TEST_F(TicketsTest, SpoolOnAFullDiskIsRetriedNotLost) {
+    const fs::path mnt = dir_ / "full";
+    fs::create_directories(mnt);
+    if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k") != 0) {
+        GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(errno)
+                     << "): needs root";
+    }
+    struct Unmount {
+        fs::path p;
+        ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+    } unmount{mnt};
+    fs::create_directories(mnt / "tickets");
+    {
+        std::ofstream filler(mnt / "filler", std::ios::binary);
+        const std::string block(4096, 'x');
+        while (filler.write(block.data(), block.size())) {
+        }
+    }
+    const TicketConfig config = Config({Spool(mnt / "tickets")});
+    const auto ids = Open(config);
+    ASSERT_EQ(ids.size(), 1u);
+    const auto full = Deliver(config, kNow);
+    EXPECT_EQ(full.failed, 1);
+    EXPECT_THAT(Row(ids[0]).last_error, HasSubstr("No space left on device"));
+    EXPECT_TRUE(Files(mnt / "tickets").empty());  // no partial ticket left behind
+
+    fs::remove(mnt / "filler");
+    EXPECT_EQ(Deliver(config, Row(ids[0]).next_attempt).delivered, 1);
+    const auto files = Files(mnt / "tickets");
+    ASSERT_EQ(files.size(), 1u);
+    std::ifstream in(files[0]);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, HasSubstr("gpu-node-7"));
 }
 
 TEST_F(TicketsTest, WebhookNotListeningThenListeningIsDelivered) {
