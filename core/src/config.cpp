@@ -188,7 +188,8 @@ LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigVali
         return out;
     }
     auto loaded = LoadConfigFile(path);
-    const std::string problem = Validate(loaded, validate);
+    std::string problem = Validate(loaded, validate);
+    if (auto trusted = CheckTrustedFile(path); !trusted) problem = trusted.error();
     if (problem.empty()) {
         out.config = std::move(loaded).value();
         // Keep a copy for the day the file breaks (best effort: e.g. the folder may not be
@@ -206,7 +207,8 @@ LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigVali
     if (state_dir.empty()) state_dir = Config{}.state_dir;
     const std::string copy = LastGoodDir(state_dir) + "/autoheal.yaml";
     auto last_good = LoadConfigFile(copy);
-    if (std::filesystem::exists(copy, ec) && Validate(last_good, validate).empty()) {
+    if (std::filesystem::exists(copy, ec) && Validate(last_good, validate).empty() &&
+        CheckTrustedFile(copy)) {
         out.config = std::move(last_good).value();
         out.problem = problem + "; using the last good copy " + copy;
         return out;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -89,6 +90,46 @@ Result<bool> WriteFileAtomically(const std::string& path, std::string_view conte
     // Make the rename itself durable; failing here loses nothing readers can see.
     UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
+    return true;
+}
+
+namespace {
+
+std::string Unsafe(const std::string& path, const struct stat& st) {
+    const uid_t me = ::geteuid();
+    if (st.st_uid != 0 && st.st_uid != me) {
+        return "owned by uid " + std::to_string(st.st_uid) + ", not root";
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        return std::string("writable by ") +
+               ((st.st_mode & S_IWOTH) != 0 ? "every user" : "its group") + " (mode " +
+               [&] {
+                   char buf[8];
+                   std::snprintf(buf, sizeof buf, "%04o",
+                                 static_cast<unsigned>(st.st_mode & 07777));
+                   return std::string(buf);
+               }() +
+               ")";
+    }
+    (void)path;
+    return "";
+}
+
+}  // namespace
+
+Result<bool> CheckTrustedFile(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return MakeError(path + ": " + std::strerror(errno));
+    if (const std::string why = Unsafe(path, st); !why.empty()) {
+        return MakeError(path + ": refused: " + why + "; it steers what autoheal does as root");
+    }
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    struct stat dst {};
+    if (::stat(dir.empty() ? "." : dir.c_str(), &dst) == 0) {
+        if (const std::string why = Unsafe(dir, dst); !why.empty()) {
+            return MakeError(path + ": refused: its folder " + dir + " is " + why);
+        }
+    }
     return true;
 }
 

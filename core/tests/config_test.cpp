@@ -145,9 +145,15 @@ TEST(LoadConfigKeepingLastGood, BrokenFileFallsBackToTheLastGoodCopyOrToDryRun) 
         fs::temp_directory_path() / ("autoheal-lastgood-" + std::to_string(getpid()));
     fs::remove_all(root);
     fs::create_directories(root);
+    fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
     const std::string path = (root / "autoheal.yaml").string();
     const std::string state = (root / "state").string();
-    auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+    auto write = [&](const std::string& text) {
+        std::ofstream(path) << text;
+        fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
+                                  fs::perms::group_read | fs::perms::others_read);
+    };
 
     // No file: the defaults, said.
     LoadedConfig none = LoadConfigKeepingLastGood(path);
@@ -183,6 +189,14 @@ TEST(LoadConfigKeepingLastGood, BrokenFileFallsBackToTheLastGoodCopyOrToDryRun) 
     });
     EXPECT_THAT(rejected.problem, HasSubstr("remediation: bad key at 3:1"));
     EXPECT_EQ(rejected.config.log_level, "warn");
+
+    // A file any user may write steers root's actions: refused like a broken one.
+    write("state_dir: " + state + "\nlog_level: trace\n");
+    fs::permissions(path, fs::perms::others_write, fs::perm_options::add);
+    LoadedConfig open_to_all = LoadConfigKeepingLastGood(path);
+    EXPECT_THAT(open_to_all.problem,
+                HasSubstr(path + ": refused: writable by every user (mode 0646)"));
+    EXPECT_EQ(open_to_all.config.log_level, "warn");
     fs::remove_all(root);
 }
 

@@ -82,6 +82,8 @@ remediation:
   correlation: {window: 10m, min_nodes: 2}
   metrics_dir: $cluster_dir/metrics
 CONF
+# Config and rules steer root's actions: autoheal refuses them when others may write them.
+chmod -R go-w "$cluster_dir/etc/autoheal"
 # GPU reset and node reboot at the ABI boundary of this lab: the reset is recorded; the reboot
 # restarts the node's slurmd with -b (Slurm's "the node booted" flag), as a real reboot would.
 cat >"$cluster_dir/bin/fake-gpu-reset" <<SH

@@ -244,10 +244,16 @@ TEST(RuleFiles, BrokenRulesFallBackToTheLastGoodCopy) {
         fs::temp_directory_path() / ("autoheal-rules-lastgood-" + std::to_string(getpid()));
     fs::remove_all(root);
     fs::create_directories(root / "rules.d");
+    const auto kDirPerms = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec;
+    fs::permissions(root / "rules.d", kDirPerms);
     const std::string dir = (root / "rules.d").string();
     const std::string keep = (root / "last-good" / "rules.d").string();
     const std::string good = kBase;
     std::ofstream(root / "rules.d" / "10-gpu.yaml") << good;
+    fs::permissions(root / "rules.d" / "10-gpu.yaml",
+                    fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                        fs::perms::others_read);
 
     RulesInUse first = LoadRulesKeepingLastGood(dir, keep);
     ASSERT_TRUE(first.rules) << first.problem;
@@ -265,7 +271,16 @@ TEST(RuleFiles, BrokenRulesFallBackToTheLastGoodCopy) {
     EXPECT_FALSE(fs::exists(fs::path(keep) / "20-site.yaml"));  // the copy is not overwritten
     ASSERT_EQ(broken.rules->rules.size(), 1u);
 
+    // A rule file its group may write is refused (rules steer what root does).
     fs::remove(root / "rules.d" / "20-site.yaml");
+    fs::permissions(root / "rules.d" / "10-gpu.yaml", fs::perms::group_write,
+                    fs::perm_options::add);
+    RulesInUse writable = LoadRulesKeepingLastGood(dir, keep);
+    EXPECT_EQ(writable.source, keep);
+    EXPECT_THAT(writable.problem, HasSubstr("10-gpu.yaml: refused: writable by its group"));
+    fs::permissions(root / "rules.d" / "10-gpu.yaml", fs::perms::group_write,
+                    fs::perm_options::remove);
+
     fs::remove_all(keep);
     std::ofstream(root / "rules.d" / "10-gpu.yaml") << "- rule: [\n";
     RulesInUse nothing = LoadRulesKeepingLastGood(dir, keep);

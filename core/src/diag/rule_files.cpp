@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 
+#include "autoheal/core/files.h"
+
 namespace autoheal::diag {
 namespace {
 
@@ -106,6 +108,13 @@ void ReplaceFolder(const std::string& dir, const std::map<std::string, std::stri
 RulesInUse LoadRulesKeepingLastGood(const std::string& dir, const std::string& last_good_dir) {
     RulesInUse out;
     LoadedRules loaded = LoadRuleFiles({dir});
+    // Rules steer root's actions: a file others can write is refused like a broken one.
+    for (const std::string& file : loaded.files) {
+        if (auto trusted = CheckTrustedFile(file); !trusted) {
+            loaded.rules.reset();
+            loaded.read_errors.push_back(trusted.error());
+        }
+    }
     if (loaded.rules && !loaded.files.empty()) {
         out.rules = std::move(loaded.rules);
         out.source = dir;

@@ -39,4 +39,9 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes
 Result<bool> WriteFileAtomically(const std::string& path, std::string_view content,
                                  unsigned file_mode = 0644, unsigned dir_mode = 0755);
 
+// Files that steer what autoheal does as root (autoheal.yaml, rule files) must be controlled by
+// root: owned by root (or by this program's user) and not writable by group or others, and so
+// must the folder holding them. An error names the file and what is wrong.
+Result<bool> CheckTrustedFile(const std::string& path);
+
 }  // namespace autoheal
