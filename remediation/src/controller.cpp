@@ -426,6 +426,36 @@ std::string EvidenceJson(const NodeVerdict& v) {
     return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Slurm calls whose failure would lose the decision are retried while slurmctld is away (a
+// restart, a failover): every second until `limit` has passed.
+bool SlurmUnreachable(const std::string& error) {
+    for (const char* words : {"contact slurm controller", "Communication", "Message send failure",
+                              "Message receive failure", "Socket timed out", "Connection refused",
+                              "Zero Bytes were transmitted"}) {
+        if (error.find(words) != std::string::npos) return true;
+    }
+    return false;
+}
+
+template <typename Call>
+auto UntilSlurmAnswers(const Call& call, std::chrono::seconds limit) -> decltype(call()) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (int attempt = 1;; ++attempt) {
+        auto result = call();
+        if (result || !SlurmUnreachable(result.error()) ||
+            std::chrono::steady_clock::now() >= deadline) {
+            return result;
+        }
+        if (attempt == 1) {
+            spdlog::warn("autoheal: epilog-ctld: {}: retrying until slurmctld answers",
+                         result.error());
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+}
+
+constexpr std::chrono::seconds kSlurmWait{90};
+
 }  // namespace
 
 EpilogOutcome DeliverPendingTickets(const Config& config, double budget_seconds) {
@@ -498,7 +528,7 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
               [](const NodeReport& a, const NodeReport& b) { return a.node < b.node; });
 
     SlurmAdapter slurm(rc->slurm_conf);
-    auto job = slurm.GetJob(job_id);
+    auto job = UntilSlurmAnswers([&] { return slurm.GetJob(job_id); }, kSlurmWait);
     if (!job) return {false, job.error()};
     // Requeued already (by Slurm after a prolog failure or a node failure, by an admin, or by an
     // earlier run of this program): record what the nodes saw, leave the job alone.
@@ -528,7 +558,7 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
 
     // One decision at a time on this controller: the breaker counts what others just did.
     FileLock lock(config.state_dir + "/controller.lock");
-    auto nodes = slurm.ListNodes();
+    auto nodes = UntilSlurmAnswers([&] { return slurm.ListNodes(); }, kSlurmWait);
     if (!nodes) return {false, nodes.error()};
     in.cluster.nodes = std::move(*nodes);
     in.cluster.now = Now();
@@ -712,11 +742,21 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
     // The job: requeue (once per run), excluded nodes, early begin, explanation.
     std::string requeue_note;
     if (d.requeue && !dry) {
-        auto current = slurm.GetJob(job_id);
-        const bool already =
-            current && (current->being_requeued || current->restart_count > in.job.restart_count);
-        if (!already) {
-            auto r = slurm.Requeue(job_id);
+        // Requeued once per run: by an earlier attempt of this call, or by a run of this
+        // program that a slurmctld restart interrupted.
+        auto requeued_already = [&] {
+            auto current = UntilSlurmAnswers([&] { return slurm.GetJob(job_id); }, kSlurmWait);
+            return current &&
+                   (current->being_requeued || current->restart_count > in.job.restart_count);
+        };
+        if (!requeued_already()) {
+            auto r = UntilSlurmAnswers(
+                [&]() -> Result<bool> {
+                    auto done = slurm.Requeue(job_id);
+                    if (!done && requeued_already()) return true;
+                    return done;
+                },
+                kSlurmWait);
             if (!r) {
                 requeue_note = r.error();
                 d.explanation = "autoheal: requeue failed (" + r.error() + ") after " + d.summary;

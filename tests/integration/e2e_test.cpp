@@ -711,5 +711,48 @@ TEST_F(E2E, BrokenRulesAndConfigKeepTheLastGoodOnes) {
                 Not(HasSubstr("remediation_typo")));
 }
 
+// slurmctld is restarted while EpilogSlurmctld is deciding (it waits for the culprit's node
+// epilog, slowed by an NVML call that hangs in its post-job check): the decision survives, the
+// job is requeued once (not twice), the incident is recorded, and the job ends up running once.
+TEST_F(E2E, SlurmctldRestartDuringTheDecisionRequeuesOnceAndLosesNothing) {
+    TrainingJob job{"ctld-restart"};
+    job.steps = 30;
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    std::string culprit;
+    const std::string scenarios = ClusterDir() + "/lib/fake-gpu/scenarios/";
+    job.FailRun(*id, 0, 5, [&](const std::vector<std::string>& nodes) {
+        culprit = nodes.back();
+        InjectKernel(culprit, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+        std::ofstream(scenarios + culprit + ".json")
+            << R"({"hang": {"call": "nvmlDeviceGetTemperature", "seconds": 5},
+                  "gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0"},
+                           {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})";
+    });
+    ASSERT_TRUE(WaitUntil(
+        [&] { return ReadFile(job.output(*id)).find("RuntimeError") != std::string::npos; }));
+    const auto restart =
+        RunProcess({std::string(AUTOHEAL_SOURCE_DIR) + "/tests/cluster/restart-ctld.sh", "2"},
+                   {"AUTOHEAL_CLUSTER_DIR=" + ClusterDir()});
+    fs::remove(scenarios + culprit + ".json");
+    ASSERT_EQ(restart.exit_code, 0) << restart.err;
+
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(90)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadFile(job.output(*id));
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "1");
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], culprit);
+    EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'requeue'"),
+              std::vector<std::string>{"1"});
+    EXPECT_EQ(Query("SELECT cause FROM incidents WHERE node = '" + culprit + "'"),
+              std::vector<std::string>{"faulty_gpu"});
+    const std::string out = ReadFile(job.output(*id));
+    EXPECT_THAT(out, HasSubstr("resumed at step 5"));
+    EXPECT_THAT(out, HasSubstr("completed at step 30"));
+    // Ran to completion once: a single "completed" line.
+    EXPECT_EQ(out.find("completed at step"), out.rfind("completed at step"));
+}
+
 }  // namespace
 }  // namespace autoheal::testing
