@@ -69,7 +69,7 @@ lint: configure
 
 # Its own build folder (build-fuzz/), so the gcc build above is untouched.
 fuzz: deps
-	@scripts/fuzz.sh $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
 
 clean:
 	rm -rf $(BUILD)

@@ -2,25 +2,55 @@
 # make fuzz: builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan in their own
 # build folder, then runs each for SECONDS from the seed corpus in tests/fuzz/corpus.
 #
-#   scripts/fuzz.sh [SECONDS]     default 30 per fuzzer
+#   scripts/fuzz.sh [SECONDS] [FUZZER...]   default 30 s per fuzzer; default every fuzzer
 #
 # FUZZ_BUILD=build-fuzz  the build folder (apart from the gcc build; git ignores it). Everything
 #                        a run writes stays there: the working corpus (seeds + what libFuzzer
-#                        found, kept between runs), dictionaries, logs, crash inputs.
-# Prints, per fuzzer, its executions and result. Exits 1 when a fuzzer found a crash, leak,
-# timeout or out-of-memory (the input is in FUZZ_BUILD/fuzz/artifacts; the log says how to
-# replay it), 2 on a usage or build error.
+#                        found, kept between runs), logs, crash inputs.
+# FUZZ_JOBS=N            parallel compile jobs (default: every CPU)
+# Prints, per fuzzer, its executions, coverage (libFuzzer's final cov: and ft:) and result.
+# Exits 1 when a fuzzer found a crash, leak, timeout, out-of-memory or contract violation (the
+# input is in FUZZ_BUILD/fuzz/artifacts; the log says how to replay it), 2 on a usage or build
+# error.
 set -uo pipefail
 
 seconds=${1:-30}
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-    echo "usage: scripts/fuzz.sh [SECONDS]  (a whole number of seconds per fuzzer)" >&2
+    echo "usage: scripts/fuzz.sh [SECONDS] [FUZZER...]  (a whole number of seconds per fuzzer)" >&2
     exit 2
 fi
+shift $(($# > 0 ? 1 : 0))
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${FUZZ_BUILD:-build-fuzz}
 work=$build/fuzz
-fuzzers=(fuzz_rules_load:rules fuzz_log_scan:logs)
+# NAME:KIND — the target tests/fuzz/NAME.cpp, its seeds tests/fuzz/corpus/KIND and its
+# dictionary tests/fuzz/dicts/KIND.dict (when there is one).
+all_fuzzers=(
+    fuzz_rules_load:rules          # rule files (etc/rules.d)
+    fuzz_log_scan:logs             # kernel logs, job output, Slurm logs
+    fuzz_config:config             # autoheal.yaml, every section parser
+    fuzz_tickets:tickets           # remediation.tickets settings, spool file names
+    fuzz_job_options:job_options   # plugstack.conf arguments, sbatch option values, job env
+    fuzz_checkpoint:checkpoint     # checkpoint folder layouts (a real tree on tmpfs)
+    fuzz_nvml_scenario:nvml        # the fake NVML's scenario files
+    fuzz_resume_record:resume      # state_dir/jobs/<job>/resume.json
+    fuzz_job_records:job_records   # node reports and decision records
+    fuzz_quarantine:quarantine     # the quarantine file
+)
+fuzzers=()
+if [ $# -eq 0 ]; then
+    fuzzers=("${all_fuzzers[@]}")
+else
+    for want in "$@"; do
+        found=
+        for entry in "${all_fuzzers[@]}"; do
+            [ "${entry%%:*}" = "$want" ] && fuzzers+=("$entry") && found=1
+        done
+        [ -n "$found" ] || { echo "scripts/fuzz.sh: no fuzzer '$want'" >&2; exit 2; }
+    done
+fi
+names=()
+for entry in "${fuzzers[@]}"; do names+=("${entry%%:*}"); done
 
 log() { printf 'autoheal: fuzz: %s\n' "$*" >&2; }
 
@@ -35,105 +65,31 @@ if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
     cat "$work/configure.log" >&2
     exit 2
 fi
-log "building fuzz_rules_load fuzz_log_scan"
-if ! cmake --build "$build" -j "$(nproc)" --target fuzz_rules_load fuzz_log_scan \
+log "building ${names[*]}"
+if ! cmake --build "$build" -j "${FUZZ_JOBS:-$(nproc)}" --target "${names[@]}" \
         >"$work/build.log" 2>&1; then
     grep -E 'error|Error' "$work/build.log" | head -40 >&2
     log "build failed; full log: $work/build.log"
     exit 2
 fi
 
-# --- corpora and dictionaries ----------------------------------------------------------------
+# --- corpora ---------------------------------------------------------------------------------
 for entry in "${fuzzers[@]}"; do
     kind=${entry#*:}
     mkdir -p "$work/corpus/$kind" "$work/artifacts"
     cp tests/fuzz/corpus/"$kind"/* "$work/corpus/$kind/"
 done
-# The shipped rules are seeds for the rules fuzzer, and their example lines for the log fuzzer.
+# The shipped rules are seeds for the rules fuzzer, and their example lines for the log fuzzer;
+# the shipped autoheal.yaml for the config fuzzer.
 shopt -s nullglob
 for f in etc/rules.d/*.yaml; do
-    cp "$f" "$work/corpus/rules/shipped-$(basename "$f")"
-    sed -nE "s/^[[:space:]]*example:[[:space:]]*'(.*)'[[:space:]]*$/\1/p" "$f" |
+    cp "$f" "$work/corpus/rules/shipped-$(basename "$f")" 2>/dev/null
+    [ -d "$work/corpus/logs" ] &&
+        sed -nE "s/^[[:space:]]*example:[[:space:]]*'(.*)'[[:space:]]*$/\1/p" "$f" |
         sed "s/''/'/g" >"$work/corpus/logs/shipped-examples-$(basename "$f" .yaml).log"
 done
+[ -d "$work/corpus/config" ] && cp etc/autoheal.yaml "$work/corpus/config/shipped-autoheal.yaml"
 shopt -u nullglob
-
-cat >"$work/rules.dict" <<'DICT'
-"- rule: "
-"- signature: "
-"- list: "
-"regex: "
-"example: "
-"items: "
-"match: "
-"unless: "
-"cause: "
-"actions: "
-"requeue: "
-"priority: "
-"confidence: "
-"suppressed_by: "
-"contributes_actions: "
-"escalate: "
-"when: "
-"repeats: "
-"within: "
-"per: "
-"distinct: job"
-"enabled: false"
-"override: "
-"replace"
-"append"
-"desc: "
-"signature: "
-"where: "
-"min_count: "
-"xid: "
-"sxid: "
-"any: "
-"all: "
-"not: "
-"list: "
-"faulty_gpu"
-"nccl_timeout"
-"user_error"
-"drain"
-"reset_gpu"
-"rma_ticket"
-"none"
-"nccl-ranks-desync"
-"nccl-ranks-agree"
-"nccl-missing-rank"
-"nccl-first-collective"
-"context-"
-"(?P<"
-"(?i)"
-"\\d+"
-"30d"
-"&a "
-"*a"
-"!!str "
-"{}"
-"[]"
-DICT
-cat >"$work/logs.dict" <<'DICT'
-"NVRM: Xid (PCI:0000:3b:00): "
-"NVRM: The NVIDIA GPU 0000:3b:00.0"
-"fallen off the bus"
-"nvidia-nvswitch0: SXid (PCI:0000:07:00.0): "
-"[rank0]:"
-"[Rank 1] "
-"[PG 0 Rank 2] "
-"Watchdog caught collective operation timeout: "
-"WorkNCCL(SeqNum="
-", OpType=ALLREDUCE"
-", NumelIn="
-"last completed NCCL work: -1"
-"Mar 27 17:40:36 gpu-node-07 kernel: "
-"gpu-node-07:1234:1300 [0] NCCL "
-"\x0d\x0a"
-"\x0a"
-DICT
 
 # --- run -------------------------------------------------------------------------------------
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -143,14 +99,21 @@ for entry in "${fuzzers[@]}"; do
     name=${entry%%:*}
     kind=${entry#*:}
     out=$work/$name.log
+    dict=()
+    [ -f "tests/fuzz/dicts/$kind.dict" ] && dict=(-dict="tests/fuzz/dicts/$kind.dict")
     log "running $name for ${seconds}s (log: $out)"
     "$build/bin/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -detect_leaks=1 -print_final_stats=1 -dict="$work/$kind.dict" \
+        -detect_leaks=1 -print_final_stats=1 "${dict[@]}" \
         -artifact_prefix="$work/artifacts/$name-" \
         "$work/corpus/$kind" "tests/fuzz/corpus/$kind" >"$out" 2>&1
     rc=$?
     runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$out" | tail -1)
     rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$out" | tail -1)
+    # libFuzzer's last status line: "#N DONE cov: C ft: F corp: ..." (or the last pulse).
+    last=$(grep -E '^#[0-9]+[[:space:]].*cov: [0-9]+' "$out" | tail -1)
+    cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
+    ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
+    [ -n "$last" ] && log "$name: $last"
     artifact=$(sed -nE 's/.*Test unit written to (.*)$/\1/p' "$out" | tail -1)
     if [ "$rc" -eq 0 ]; then
         result=ok
@@ -167,11 +130,12 @@ for entry in "${fuzzers[@]}"; do
         else
             result=crash
         fi
-        grep -m1 -A30 -E '==ERROR|ERROR: libFuzzer|runtime error|contract violated' "$out" >&2
+        grep -m1 -A30 -E '==ERROR|ERROR: libFuzzer|runtime error|contract violated|terminate called' \
+            "$out" >&2
         [ -n "$artifact" ] && log "replay: $build/bin/$name $artifact"
     fi
-    summary+=("$(printf '%-16s %10s runs %8s exec/s  %s' "$name" "${runs:-?}" "${rate:-?}" \
-        "$result${artifact:+ ($artifact)}")")
+    summary+=("$(printf '%-19s %10s runs %7s exec/s  cov %5s  ft %6s  %s' "$name" "${runs:-?}" \
+        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result${artifact:+ ($artifact)}")")
 done
 for line in "${summary[@]}"; do printf 'autoheal: fuzz: %s\n' "$line"; done
 exit "$failed"

@@ -90,9 +90,18 @@ Result<std::string> ParseCkptDir(std::string_view value, std::string_view cwd) {
                              " is relative and the submit directory is unknown: give an "
                              "absolute path");
         }
+        // The submit directory is the user's too: it may hold control characters as well.
+        if (HasControlCharacter(cwd)) {
+            return MakeError("--ckpt-dir: " + Quote(value) +
+                             " is relative and the submit directory has control characters in "
+                             "its name: give an absolute path");
+        }
         p = base / p;
     }
     std::string normal = p.lexically_normal().string();
+    // POSIX lets "//" at the start mean something else, so lexically_normal may keep it (a
+    // submit directory of "//" gave "//ckpt", which reads back as "/ckpt"); on Linux it is "/".
+    while (normal.size() > 1 && normal[0] == '/' && normal[1] == '/') normal.erase(0, 1);
     if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
     if (normal.size() > kMaxCkptDirLength) {
         return MakeError("--ckpt-dir: path is " + std::to_string(normal.size()) +

@@ -1,5 +1,7 @@
 #include "autoheal/core/resume_record.h"
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace autoheal {
@@ -19,8 +21,16 @@ Result<ResumeRecord> ResumeRecordFromJson(const std::string& json) {
         return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
     };
     ResumeRecord r;
-    r.restart =
-        j.contains("restart") && j["restart"].is_number_integer() ? j["restart"].get<int>() : 0;
+    // An integer outside int's range (a corrupted or hand-edited file) reads as 0, like a
+    // missing one, rather than wrapping to some other run's number.
+    if (j.contains("restart") && j["restart"].is_number_integer()) {
+        const nlohmann::json& v = j["restart"];
+        if (v.is_number_unsigned() ? v.get<std::uint64_t>() <= std::numeric_limits<int>::max()
+                                   : v.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                                         v.get<std::int64_t>() <= std::numeric_limits<int>::max()) {
+            r.restart = static_cast<int>(v.get<std::int64_t>());
+        }
+    }
     r.cause = str("cause");
     r.explanation = str("explanation");
     r.excluded = str("excluded");

@@ -33,8 +33,15 @@ bool Contains(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-Result<std::vector<QuarantinedNode>> ParseQuarantine(const std::string& text,
-                                                     const std::string& path) {
+std::string YamlWhere(const std::string& source, const YAML::Node& node) {
+    const YAML::Mark m = node.Mark();
+    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+}  // namespace
+
+Result<std::vector<QuarantinedNode>> ParseQuarantineJson(const std::string& text,
+                                                         const std::string& path) {
     using nlohmann::json;
     json root;
     try {
@@ -77,13 +84,6 @@ Result<std::vector<QuarantinedNode>> ParseQuarantine(const std::string& text,
     }
     return nodes;
 }
-
-std::string YamlWhere(const std::string& source, const YAML::Node& node) {
-    const YAML::Mark m = node.Mark();
-    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-}  // namespace
 
 Result<SubmitPolicy> SubmitPolicyFromConfig(const Config& config,
                                             std::vector<QuarantinedNode> quarantine) {
@@ -171,7 +171,7 @@ Result<std::vector<QuarantinedNode>> ReadQuarantineFile(const std::string& path)
     auto text = ReadSmallFile(path, kMaxQuarantineBytes, &missing);
     if (missing) return std::vector<QuarantinedNode>{};
     if (!text) return MakeError(text.error());
-    return ParseQuarantine(*text, path);
+    return ParseQuarantineJson(*text, path);
 }
 
 std::string QuarantineToJson(const std::vector<QuarantinedNode>& nodes) {

@@ -68,6 +68,23 @@ TEST(ParseCkptDir, KeepsAbsoluteAndNormalises) {
     EXPECT_EQ(*ParseCkptDir("/scratch//run7/./a/../", "/home/u"), "/scratch/run7");
 }
 
+// Found by fuzz_job_options: a relative --ckpt-dir took control characters from the submit
+// directory, and the recorded value was then refused by every reader of the environment.
+TEST(ParseCkptDir, RefusesRelativeUnderSubmitDirectoryWithControlCharacters) {
+    auto r = ParseCkptDir("ckpt", "/home/u/a\x01b");
+    ASSERT_FALSE(r);
+    EXPECT_THAT(r.error(), HasSubstr("control characters"));
+    EXPECT_EQ(*ParseCkptDir("/scratch/ckpt", "/home/u/a\x01b"), "/scratch/ckpt");
+}
+
+// Found by fuzz_job_options: under a submit directory of "//" the result kept a leading "//",
+// which the job's environment then read back as another path.
+TEST(ParseCkptDir, CollapsesLeadingDoubleSlash) {
+    EXPECT_EQ(*ParseCkptDir("ckpt", "//"), "/ckpt");
+    EXPECT_EQ(*ParseCkptDir("//scratch//run7", "/home/u"), "/scratch/run7");
+    EXPECT_FALSE(ParseCkptDir("//", "/home/u"));
+}
+
 TEST(ParseCkptDir, ResolvesRelativeAgainstSubmitDirectory) {
     EXPECT_EQ(*ParseCkptDir("ckpt", "/home/u/proj"), "/home/u/proj/ckpt");
     EXPECT_EQ(*ParseCkptDir("../ckpt", "/home/u/proj"), "/home/u/ckpt");

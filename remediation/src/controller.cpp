@@ -327,7 +327,10 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        const std::string line = decision && (*decision)["explanation"].is_string()
+        // A decision file that is JSON but not an object (corrupted, hand-edited) has no line.
+        const std::string line = decision && decision->is_object() &&
+                                         decision->contains("explanation") &&
+                                         (*decision)["explanation"].is_string()
                                      ? (*decision)["explanation"].get<std::string>()
                                      : "";
         if (!line.empty()) {

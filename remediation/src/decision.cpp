@@ -281,8 +281,10 @@ JobDecision Decide(const DecisionInput& in) {
             std::to_string((config.lemon.window_seconds + 86399) / 86400) + "d";
         for (const auto& [node, earlier] : in.unexplained_failures) {
             const int count = earlier + 1;
-            const bool planned = std::any_of(out.plans.begin(), out.plans.end(),
-                                             [&](const NodePlan& p) { return p.node == node; });
+            // (An init-capture: clang before 16 cannot capture a structured binding.)
+            const bool planned =
+                std::any_of(out.plans.begin(), out.plans.end(),
+                            [&name = node](const NodePlan& p) { return p.node == name; });
             if (count < config.lemon.failures || planned || !Contains(in.job.nodes, node)) continue;
             NodePlan plan;
             plan.node = node;

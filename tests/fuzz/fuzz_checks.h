@@ -20,6 +20,7 @@
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
+#include "fuzz_common.h"
 
 namespace autoheal::fuzz {
 
@@ -27,12 +28,6 @@ using autoheal::diag::Diagnosis;
 using autoheal::diag::EvidenceSet;
 using autoheal::diag::RuleSet;
 using autoheal::diag::ScanLimits;
-
-[[noreturn]] inline void Fail(const std::string& what) {
-    std::fprintf(stderr, "fuzz: contract violated: %s\n", what.c_str());
-    std::fflush(stderr);
-    std::abort();
-}
 
 // Every line of `text` that a signature's regex matches is evidence for that signature, once,
 // with its 1-based line number and text; the first `cap` such lines are kept and all counted.

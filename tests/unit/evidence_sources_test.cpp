@@ -109,6 +109,17 @@ TEST(Nvml, CountersThatGrewAndLostGpusBecomeLines) {
     EXPECT_EQ(lines[2], "Unable to determine the device handle for GPU0000:5d:00.0: GPU is lost");
 }
 
+// YAML's .nan passed every range check (comparisons with NaN are false), and the node epilog
+// then converted (NaN + 10) * 1000 to int milliseconds: undefined behaviour. Non-finite numbers
+// are refused wherever a setting is read (YamlRead).
+TEST(RemediationConfig, RefusesNonFiniteNumbers) {
+    for (const char* text : {"results_wait_seconds: .nan\n", "results_wait_seconds: .inf\n",
+                             "quarantine_hours: .NaN\n", "breaker: {max_fraction: .nan}\n"}) {
+        auto r = ParseRemediationConfig(YAML::Load(text), "a.yaml");
+        EXPECT_FALSE(r) << text;
+    }
+}
+
 TEST(RemediationConfig, DefaultsAndErrorsWithLineAndColumn) {
     auto defaults = ParseRemediationConfig(YAML::Node(), "autoheal.yaml");
     ASSERT_TRUE(defaults);

@@ -242,6 +242,14 @@ TEST(HealthConfigParse, ShippedConfigLoads) {
     EXPECT_TRUE(health->timeout_is_failure);
 }
 
+// .nan passed `d <= 0 || d > 3600` and became a check deadline (found with fuzz_config).
+TEST(HealthConfigParse, RefusesNonFiniteNumbers) {
+    for (const char* text : {"quick_budget_seconds: .nan\n", "full_budget_seconds: .inf\n",
+                             "nvml_timeout_seconds: .NAN\n", "hbm_test_fraction: .nan\n"}) {
+        EXPECT_FALSE(ParseHealthConfig(YAML::Load(text), "a.yaml").ok()) << text;
+    }
+}
+
 TEST(HealthConfigParse, ErrorsAreLocated) {
     auto r = ParseHealthConfig(YAML::Load("quick_budget: 4\n"), "a.yaml");
     ASSERT_FALSE(r.ok());

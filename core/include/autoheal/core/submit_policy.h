@@ -88,6 +88,11 @@ bool IsValidQuarantineNodeName(std::string_view node);
 // caller keeps what it had. Opened without following a symlink.
 Result<std::vector<QuarantinedNode>> ReadQuarantineFile(const std::string& path);
 
+// Parses the quarantine file's text (what ReadQuarantineFile does after reading it); `path`
+// names the file in errors.
+Result<std::vector<QuarantinedNode>> ParseQuarantineJson(const std::string& text,
+                                                         const std::string& path);
+
 // The file's text for `nodes` (what WriteQuarantineFile writes).
 std::string QuarantineToJson(const std::vector<QuarantinedNode>& nodes);
 

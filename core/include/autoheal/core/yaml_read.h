@@ -4,7 +4,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <string>
+#include <type_traits>
 
 namespace autoheal {
 
@@ -15,10 +17,13 @@ inline std::string YamlWhere(const std::string& source, const YAML::Node& node) 
 }
 
 // Reads a scalar node into `out`; false (and `out` unspecified) when it is not one or does not
-// convert.
+// convert. A floating-point setting must be finite: YAML's .nan passes every range check
+// (comparisons with NaN are false) and .inf overflows the conversions that follow.
 template <typename T>
 bool YamlRead(const YAML::Node& node, T* out) {
-    return node.IsScalar() && YAML::convert<T>::decode(node, *out);
+    if (!node.IsScalar() || !YAML::convert<T>::decode(node, *out)) return false;
+    if constexpr (std::is_floating_point_v<T>) return std::isfinite(*out);
+    return true;
 }
 
 }  // namespace autoheal
