@@ -603,6 +603,33 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
         else
             spdlog::error("autoheal: epilog-ctld: {}", id.error());
     }
+    // Nodes that went down with the job (slurmd or the host died: no epilog report came): an
+    // incident each, so the failure is on record even when Slurm requeued the job itself.
+    for (const std::string& node : in.job.missing_reports) {
+        const NodeInfo* info = nullptr;
+        for (const NodeInfo& n : in.cluster.nodes) {
+            if (n.name == node) info = &n;
+        }
+        if (info == nullptr || !info->down || !SafePathPart(node)) continue;
+        IncidentRecord rec;
+        rec.time = in.cluster.now;
+        rec.job = ctx.job_id;
+        rec.node = node;
+        rec.cause = "unknown";
+        rec.rule = "node-failed";
+        rec.confidence = 0.5;
+        rec.evidence_json =
+            nlohmann::json::array(
+                {{{"source", "slurm"},
+                  {"text", "the node went down with the job (state " + info->state +
+                               (info->reason.empty() ? "" : ", reason: " + info->reason) +
+                               ") and its epilog did not report"}}})
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        rec.dedup_key = run + "/" + node + "/node-failed";
+        auto id = (*store)->RecordIncident(rec);
+        if (!id) spdlog::error("autoheal: epilog-ctld: {}", id.error());
+    }
+
     IncidentRecord job_rec;
     job_rec.time = in.cluster.now;
     job_rec.job = ctx.job_id;

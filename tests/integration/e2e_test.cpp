@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -162,6 +163,9 @@ struct TrainingJob {
             "\nMSG\n"
             "    exit 1\n"
             "  fi\n"
+            "  [ -e " +
+            fault() +
+            "-stop ] && break\n"
             "done\n"
             "echo \"completed at step $step\"\n";
         CommandResult r;
@@ -751,6 +755,59 @@ TEST_F(E2E, SlurmctldRestartDuringTheDecisionRequeuesOnceAndLosesNothing) {
     EXPECT_THAT(out, HasSubstr("resumed at step 5"));
     EXPECT_THAT(out, HasSubstr("completed at step 30"));
     // Ran to completion once: a single "completed" line.
+    EXPECT_EQ(out.find("completed at step"), out.rfind("completed at step"));
+}
+
+// A node's slurmd is killed mid-job (the host hangs): Slurm declares the node down and requeues
+// the job; autoheal records the node's failure, does not requeue the job a second time, and the
+// job ends up completing once elsewhere.
+TEST_F(E2E, SlurmdKilledMidJobIsRecordedAndTheJobRunsOnce) {
+    TrainingJob job{"slurmd-killed"};
+    job.steps = 3000;  // runs until the node is declared down, then until told to stop
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] {
+        return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos;
+    })) << ReadFile(job.output(*id));
+    const std::string victim = Nodes(ShowJob(*id)["NodeList"]).back();
+    const std::string pidfile = ClusterDir() + "/run/slurmd-" + victim + ".pid";
+    const int pid = std::stoi(ReadFile(pidfile));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    struct Revive {  // bring the node's slurmd back whatever happens
+        std::string node, pidfile;
+        ~Revive() {
+            RunProcess(
+                {"bash", "-c",
+                 "setsid slurmd -D -N \"$1\" -f \"$2\" </dev/null >>\"$3\" 2>&1 & echo $! >\"$4\"",
+                 "revive", node, ClusterDir() + "/etc/slurm.conf",
+                 ClusterDir() + "/log/slurmd-" + node + ".out", pidfile});
+        }
+    } revive{victim, pidfile};
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowNode(victim)["State"].find("DOWN") != std::string::npos; },
+                  std::chrono::seconds(60)))
+        << ShowNode(victim)["State"];
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(40)))
+        << ShowJob(*id)["JobState"];
+    // The rerun (on other nodes) may stop now.
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "RUNNING"; }));
+    std::ofstream(job.fault() + "-stop") << "";
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+            return Query("SELECT count(*) FROM incidents WHERE rule = 'node-failed' AND node = '" +
+                         victim + "'") == std::vector<std::string>{"1"};
+        },
+        std::chrono::seconds(40)))
+        << AutohealLog().substr(AutohealLog().size() > 2000 ? AutohealLog().size() - 2000 : 0);
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(60)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadFile(job.output(*id));
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "1");  // requeued once, by Slurm; not again by autoheal
+    EXPECT_THAT(Nodes(ShowJob(*id)["NodeList"]), Not(::testing::Contains(victim)));
+    const std::string out = ReadFile(job.output(*id));
+    EXPECT_THAT(out, HasSubstr("resumed at step"));
     EXPECT_EQ(out.find("completed at step"), out.rfind("completed at step"));
 }
 
