@@ -7,7 +7,7 @@
 # Each round submits AUTOHEAL_BENCH_JOBS jobs (default 1000) in one burst from
 # AUTOHEAL_BENCH_SUBMITTERS concurrent sbatch loops (default 8). The jobs are held (--hold): what
 # is measured is submission, not scheduling. Rounds alternate without/with
-# (AUTOHEAL_BENCH_ROUNDS each, default 3); every round starts from a fresh slurmctld with an empty
+# (AUTOHEAL_BENCH_ROUNDS each, default 5); every round starts from a fresh slurmctld with an empty
 # queue (-c), so no round inherits another's jobs. Throughput is jobs per second of the burst's
 # wall time; the figures are the medians of the rounds.
 #
@@ -24,7 +24,7 @@ build_dir=$(cd "${1:?usage: submit_bench.sh BUILD_DIR}" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=${AUTOHEAL_BENCH_JOBS:-1000}
 submitters=${AUTOHEAL_BENCH_SUBMITTERS:-8}
-rounds=${AUTOHEAL_BENCH_ROUNDS:-3}
+rounds=${AUTOHEAL_BENCH_ROUNDS:-5}
 die() { echo "bench: submit: $*" >&2; exit 1; }
 export AUTOHEAL_CLUSTER_DIR=/tmp/autoheal-submit-bench AUTOHEAL_CLUSTER_PORT=20817
 export AUTOHEAL_BUILD_DIR=$build_dir
