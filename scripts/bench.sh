@@ -2,9 +2,11 @@
 # make bench: the log classifier benchmark (bench/classify_bench.sh: `autoheal classify` against
 # ripgrep with the same patterns, on a generated 1 GiB log), the prolog's overhead, the time from
 # a job's failure to its rerun with autoheal and with Slurm's own requeue (bench/requeue_bench.sh,
-# a local cluster with stock timing, about 3 minutes), then every benchmark program the
-# build produced (build/bin/bench_*). Each prints its own ratios against a baseline measured in
-# the same run. Exit 1 when any of them fails.
+# a local cluster with stock timing, about 3 minutes), the submit throughput with and without the
+# job_submit and SPANK plugins (bench/submit_bench.sh, bursts of 1,000 sbatch on a local cluster
+# of its own), then every benchmark program the build produced (build/bin/bench_*, among them
+# bench_decision: the controller's decision for a 2,048-node job). Each prints its own ratios
+# against a baseline measured in the same run. Exit 1 when any of them fails.
 set -uo pipefail
 build_dir=${1:-build}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,6 +20,9 @@ echo "== prolog_bench"
 
 echo "== requeue_bench"
 "$repo/bench/requeue_bench.sh" "$build_dir" || rc=1
+
+echo "== submit_bench"
+"$repo/bench/submit_bench.sh" "$build_dir" || rc=1
 
 shopt -s nullglob
 benches=("$build_dir"/bin/bench_*)
