@@ -154,25 +154,6 @@ std::string LastGoodDir(const std::string& state_dir) { return state_dir + "/las
 
 namespace {
 
-// The state_dir a config file names, read without parsing it (it may be broken): the first
-// top-level `state_dir:` line. Empty when none.
-std::string ScanStateDir(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string line;
-    for (int n = 0; n < 10000 && std::getline(in, line); ++n) {
-        if (line.rfind("state_dir:", 0) != 0) continue;
-        std::string v = line.substr(10);
-        const std::size_t hash = v.find(" #");
-        if (hash != std::string::npos) v.resize(hash);
-        const std::size_t a = v.find_first_not_of(" \t\"'");
-        const std::size_t b = v.find_last_not_of(" \t\r\"'");
-        if (a == std::string::npos || b < a) return "";
-        v = v.substr(a, b - a + 1);
-        return !v.empty() && v.front() == '/' ? v : "";
-    }
-    return "";
-}
-
 std::string Validate(const Result<Config>& c, const ConfigValidator& validate) {
     if (!c) return c.error();
     return validate ? validate(*c) : "";
@@ -203,7 +184,7 @@ LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigVali
         if (!text.empty() && text != old_text) WriteFileAtomically(copy, text, 0644, 0755);
         return out;
     }
-    std::string state_dir = loaded ? loaded->state_dir : ScanStateDir(path);
+    std::string state_dir = loaded ? loaded->state_dir : ScanConfigStateDir(path);
     if (state_dir.empty()) state_dir = Config{}.state_dir;
     const std::string copy = LastGoodDir(state_dir) + "/autoheal.yaml";
     auto last_good = LoadConfigFile(copy);
@@ -219,17 +200,6 @@ LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigVali
     out.problem = problem + "; no last good copy (" + copy +
                   "): using the defaults with remediation in dry-run";
     return out;
-}
-
-std::string FindConfigPath(const char* env_value, const std::string& exe_path) {
-    if (env_value != nullptr && env_value[0] != '\0') return env_value;
-    if (!exe_path.empty()) {
-        std::error_code ec;
-        auto candidate = std::filesystem::path(exe_path).parent_path().parent_path() / "etc" /
-                         "autoheal" / "autoheal.yaml";
-        if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
-    }
-    return "/etc/autoheal/autoheal.yaml";
 }
 
 }  // namespace autoheal

@@ -46,13 +46,13 @@ std::string SelfPath() {
 void ExportLastFailure(spank_t sp) {
     uint32_t job_id = 0;
     if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0) return;
-    auto config = LoadConfigFile(FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfPath()));
-    if (!config) {
-        slurm_verbose("autoheal: resume: %s", config.error().c_str());
-        return;
-    }
+    // Only state_dir is needed, read without a YAML parser: sbatch loads this plugin at every
+    // submission, and yaml-cpp with the C++ runtime it pulls in would slow each one down.
+    std::string state_dir =
+        ScanConfigStateDir(FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfPath()));
+    if (state_dir.empty()) state_dir = kDefaultStateDir;
     // Read as the job user; absent when autoheal never requeued the job.
-    auto text = ReadSmallFile(ResumeRecordPath(config->state_dir, std::to_string(job_id)), 65536);
+    auto text = ReadSmallFile(ResumeRecordPath(state_dir, std::to_string(job_id)), 65536);
     if (!text) return;
     auto record = ResumeRecordFromJson(*text);
     if (!record) return;

@@ -13,6 +13,8 @@
 
 namespace autoheal {
 
+inline constexpr const char* kDefaultStateDir = "/var/lib/autoheal";
+
 // The `policy:` section: cluster policy applied by the job_submit plugin at submit time.
 struct PolicySettings {
     int max_auto_resume = 10;  // the most requeues a job may ask for with --auto-resume (0..100)
@@ -27,7 +29,7 @@ struct Config {
     std::string log_level = "info";                           // trace|debug|info|warn|error
     std::string log_target = "file";  // file (log_file) | syslog (ident autoheal, facility daemon)
     std::string log_format = "text";  // text | json (one JSON object per line)
-    std::string state_dir = "/var/lib/autoheal";  // prolog snapshots and job records
+    std::string state_dir = kDefaultStateDir;  // prolog snapshots and job records
     YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
     PolicySettings policy;
     YAML::Node remediation;  // the `remediation:` section, parsed by remediation/
@@ -52,6 +54,11 @@ struct LoadedConfig {
 using ConfigValidator = std::function<std::string(const Config&)>;
 LoadedConfig LoadConfigKeepingLastGood(const std::string& path,
                                        const ConfigValidator& validate = {});
+
+// The state_dir a config file names, read without a YAML parser (the file may be broken, or the
+// reader may be the SPANK plugin inside sbatch): the first top-level `state_dir:` line with an
+// absolute path, quotes and a trailing comment removed. Empty when there is none.
+std::string ScanConfigStateDir(const std::string& path);
 
 // Where the last good config and rules are kept.
 std::string LastGoodDir(const std::string& state_dir);
