@@ -2,16 +2,53 @@
 
 #include <charconv>
 #include <climits>
+#include <cstdint>
 #include <filesystem>
 
 namespace autoheal {
 namespace {
 
+// Well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
+bool IsValidUtf8(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        std::uint32_t cp = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (std::size_t k = 1; k <= n; ++k) {
+            if (i + k >= s.size()) return false;
+            const auto cc = static_cast<unsigned char>(s[i + k]);
+            if ((cc & 0xc0) != 0x80) return false;
+            cp = (cp << 6) | (cc & 0x3f);
+        }
+        static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
 std::string Quote(std::string_view s) {
+    const bool utf8 = IsValidUtf8(s);
     std::string out = "'";
     for (char c : s) {
         auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) {
+        if (u < 0x20 || u == 0x7f || (!utf8 && u >= 0x80)) {
             static constexpr char kHex[] = "0123456789abcdef";
             out += "\\x";
             out += kHex[u >> 4];
@@ -81,6 +118,9 @@ Result<std::string> ParseCkptDir(std::string_view value, std::string_view cwd) {
     if (HasControlCharacter(value)) {
         return MakeError("--ckpt-dir: invalid value " + Quote(value) +
                          ": control characters are not allowed in the path");
+    }
+    if (!IsValidUtf8(value)) {
+        return MakeError("--ckpt-dir: invalid value " + Quote(value) + ": the path is not UTF-8");
     }
     std::filesystem::path p{std::string(value)};
     if (p.is_relative()) {

@@ -151,5 +151,18 @@ TEST(LookupEnvArray, FindsExactNamesOnly) {
     EXPECT_EQ(LookupEnvArray(empty_value, 1, "X"), "");
 }
 
+TEST(ParseCkptDir, RefusesBytesThatAreNotUtf8AndQuotesThemSafely) {
+    auto r = ParseCkptDir("/scratch/run\xff\xfe", "/home/u");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), HasSubstr("--ckpt-dir: invalid value '/scratch/run\\xff\\xfe'"));
+    EXPECT_THAT(r.error(), HasSubstr("not UTF-8"));
+    EXPECT_FALSE(ParseCkptDir("/scratch/\xc0\xaf", "/home/u").ok());      // overlong '/'
+    EXPECT_FALSE(ParseCkptDir("/scratch/\xed\xa0\x80", "/home/u").ok());  // a surrogate
+    EXPECT_FALSE(ParseCkptDir("/scratch/\xe2\x82", "/home/u").ok());      // cut short
+    EXPECT_EQ(*ParseCkptDir("/scratch/r\xc3\xa9sultats", "/home/u"), "/scratch/r\xc3\xa9sultats");
+    // Shell metacharacters are just bytes of a path: never given to a shell, kept verbatim.
+    EXPECT_EQ(*ParseCkptDir("/scratch/a;b $(id)", "/home/u"), "/scratch/a;b $(id)");
+}
+
 }  // namespace
 }  // namespace autoheal

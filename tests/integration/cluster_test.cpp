@@ -66,6 +66,30 @@ TEST(Options, EmptyCheckpointDirIsRefused) {
     EXPECT_THAT(r.err, HasSubstr("--ckpt-dir"));
 }
 
+// Hostile values: shell metacharacters, newlines, very long strings, bytes that are not UTF-8.
+// Each is refused by sbatch with a message naming the option, and no job is created.
+TEST(Options, HostileValuesAreRefusedAndNoJobIsCreated) {
+    auto queued = [] { return RunCommand({"squeue", "-h", "-o", "%i"}).out; };
+    const std::string before = queued();
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--health-check=quick;reboot", "--health-check"},
+        {"--health-check=$(reboot)", "--health-check"},
+        {"--auto-resume=3`id`", "--auto-resume"},
+        {"--auto-resume=3\nrm -rf /", "--auto-resume"},
+        {"--ckpt-dir=/scratch/run\n/etc", "--ckpt-dir"},
+        {"--ckpt-dir=/scratch/" + std::string(5000, 'a'), "--ckpt-dir"},
+        {"--ckpt-dir=/scratch/run\xff\xfe", "--ckpt-dir"},
+    };
+    for (const auto& [arg, option] : cases) {
+        CommandResult r;
+        auto id = Submit({arg}, kQuickScript, &r);
+        EXPECT_FALSE(id.has_value()) << arg << ": job " << r.out << " was accepted";
+        EXPECT_NE(r.exit_code, 0) << arg;
+        EXPECT_THAT(r.err, HasSubstr(option)) << arg;
+    }
+    EXPECT_EQ(queued(), before);
+}
+
 TEST(JobSubmit, AutoResumeJobGetsRequeueAndRunsOnTwoNodes) {
     CommandResult r;
     auto id = Submit({"-N", "2", "--gpus-per-node=2", "--no-requeue", "--auto-resume=2",
