@@ -42,7 +42,7 @@ fi
 # forked check children) reads these; programs without ASan ignore them. Reports go to files
 # in $reports, one per process: a test that runs the CLI and keeps its stderr to itself cannot
 # hide one, and any report fails the run even when every test passed.
-reports=$PWD/$build/sanitizer-reports
+reports=$(cd "$build" && pwd)/sanitizer-reports
 rm -rf "$reports" && mkdir -p "$reports"
 asan_defaults=detect_leaks=1:abort_on_error=1:strict_init_order=1:check_initialization_order=1
 asan_defaults+=:detect_stack_use_after_return=1:strict_string_checks=1
