@@ -11,6 +11,8 @@
 #   make deb      a Debian package, $(BUILD)/autoheal_<version>_amd64.deb (prefix /usr)
 #   make lint     clang-format check and clang-tidy
 #   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each
+#   make test-asan  everything (plugins, fakes too) built with ASan + UBSan in build-asan/, then
+#                 the unit tests there
 SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 BUILD ?= build
@@ -19,7 +21,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint fuzz clean
+.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint fuzz test-asan clean
 
 all: build
 
@@ -70,6 +72,10 @@ lint: configure
 # Its own build folder (build-fuzz/), so the gcc build above is untouched.
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+# Its own build folder (build-asan/, gcc), so the build above is untouched; no cluster needed.
+test-asan: deps
+	@scripts/test-asan.sh
 
 clean:
 	rm -rf $(BUILD)

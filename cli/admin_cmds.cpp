@@ -275,8 +275,10 @@ int Incidents(const std::vector<std::string>& argv) {
     q.job = args->Value("--job");
     q.nodes_only = !args->Has("--jobs");
     if (args->values.count("--limit")) {
+        // Kept alive here: `end` points into it.
+        const std::string limit = args->Value("--limit");
         char* end = nullptr;
-        const long n = std::strtol(args->Value("--limit").c_str(), &end, 10);
+        const long n = std::strtol(limit.c_str(), &end, 10);
         if (end == nullptr || *end != '\0' || n < 1 || n > remediation::kHistoryLimit) {
             std::fprintf(stderr, "autoheal: incidents: --limit: expected 1 to %d\n",
                          remediation::kHistoryLimit);

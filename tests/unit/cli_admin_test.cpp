@@ -115,8 +115,11 @@ TEST_F(CliAdmin, BadArgumentsAreRefusedNamingThem) {
     r = Cli({"incidents", "--node"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_THAT(r.err, HasSubstr("--node needs a value"));
-    r = Cli({"incidents", "--limit", "0"});
-    EXPECT_EQ(r.exit_code, 2);
+    for (const char* limit : {"0", "1001", "5x", ""}) {
+        r = Cli({"incidents", "--limit", limit});
+        EXPECT_EQ(r.exit_code, 2) << limit;
+        EXPECT_THAT(r.err, HasSubstr("--limit: expected 1 to 1000")) << limit;
+    }
     r = Cli({"resume", "node1"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_THAT(r.err, HasSubstr("--reason is required"));

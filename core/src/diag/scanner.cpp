@@ -438,7 +438,7 @@ struct ChunkReader {
     long Next(std::vector<char>* buf) {
         buf->resize(chunk_bytes);
         std::size_t have = carry.size();
-        std::memcpy(buf->data(), carry.data(), have);
+        if (have != 0) std::memcpy(buf->data(), carry.data(), have);  // carry.data() may be null
         carry.clear();
         while (!eof && have < buf->size()) {
             ssize_t n = read(fd, buf->data() + have, buf->size() - have);
