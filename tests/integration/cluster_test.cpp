@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cluster_client.h"
 
@@ -88,6 +89,48 @@ TEST(Options, HostileValuesAreRefusedAndNoJobIsCreated) {
         EXPECT_THAT(r.err, HasSubstr(option)) << arg;
     }
     EXPECT_EQ(queued(), before);
+}
+
+// The short form of the load bench (bench/submit_bench.sh submits 1,000): 200 jobs with
+// autoheal's options in a burst from 4 concurrent submitters, through the job_submit and SPANK
+// plugins: every one accepted and queued with the plugin's change, and slurmctld still answers.
+TEST(JobSubmit, BurstOfJobsThroughThePluginsAllAccepted) {
+    constexpr int kSubmitters = 4;
+    constexpr int kEach = 50;
+    std::vector<std::vector<std::string>> ids(kSubmitters);
+    std::vector<int> failures(kSubmitters, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kSubmitters; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kEach; ++i) {
+                auto r = RunCommand({"sbatch", "--parsable", "--hold", "--no-requeue",
+                                     "--auto-resume=3", "--ckpt-dir=/tmp/burst-ckpt",
+                                     "--health-check=quick", "-o", "/dev/null", "--wrap", "true"});
+                if (r.exit_code == 0) {
+                    ids[t].push_back(r.out.substr(0, r.out.find_first_of(";\n")));
+                } else {
+                    ++failures[t];
+                }
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    std::vector<std::string> all;
+    for (const auto& v : ids) all.insert(all.end(), v.begin(), v.end());
+    for (int t = 0; t < kSubmitters; ++t) EXPECT_EQ(failures[t], 0) << "submitter " << t;
+    EXPECT_EQ(all.size(), static_cast<std::size_t>(kSubmitters * kEach));
+    const std::string queued = RunCommand({"squeue", "-h", "-t", "PD", "-o", "%i"}).out;
+    int found = 0;
+    for (const std::string& id : all) found += queued.find(id + "\n") != std::string::npos ? 1 : 0;
+    EXPECT_EQ(found, kSubmitters * kEach);
+    if (!all.empty()) EXPECT_EQ(ShowJob(all.back())["Requeue"], "1");
+    EXPECT_THAT(RunCommand({"scontrol", "ping"}).out, HasSubstr("is UP"));
+    std::vector<std::string> cancel = {"scancel"};
+    cancel.insert(cancel.end(), all.begin(), all.end());
+    RunCommand(cancel);
+    EXPECT_TRUE(WaitUntil([&] {
+        return RunCommand({"squeue", "-h", "-t", "PD", "-o", "%i"}).out.empty();
+    }));
 }
 
 TEST(JobSubmit, AutoResumeJobGetsRequeueAndRunsOnTwoNodes) {
