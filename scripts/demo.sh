@@ -115,6 +115,8 @@ check() {  # sets detail[step] when the step has happened
     return 0
 }
 deadline=$((SECONDS + 120))
+last=0
+echo "  after the fault (since the step before)"
 while [ ${#seen[@]} -lt ${#steps[@]} ]; do
     if [ $SECONDS -ge $deadline ]; then
         missing=""
@@ -128,7 +130,8 @@ while [ ${#seen[@]} -lt ${#steps[@]} ]; do
     for m in "${steps[@]}"; do
         if [ -z "${seen[$m]:-}" ] && [ -n "${detail[$m]:-}" ]; then
             seen[$m]=1
-            printf '  +%ss  %-10s %s\n' "$at" "$m" "${detail[$m]}"
+            printf '  +%ss (+%ss)  %-10s %s\n' "$at" "$(awk -v a="$at" -v b="$last" 'BEGIN { printf "%4.1f", a - b }')" "$m" "${detail[$m]}"
+            last=$at
         fi
     done
     sleep 0.2
