@@ -131,10 +131,10 @@ Result<std::string> ParseCkptDir(std::string_view value, std::string_view cwd) {
                              "absolute path");
         }
         // The submit directory is the user's too: it may hold control characters as well.
-        if (HasControlCharacter(cwd)) {
+        if (HasControlCharacter(cwd) || !IsValidUtf8(cwd)) {
             return MakeError("--ckpt-dir: " + Quote(value) +
-                             " is relative and the submit directory has control characters in "
-                             "its name: give an absolute path");
+                             " is relative and the submit directory's name has control "
+                             "characters or is not UTF-8: give an absolute path");
         }
         p = base / p;
     }

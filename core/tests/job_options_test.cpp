@@ -160,6 +160,9 @@ TEST(ParseCkptDir, RefusesBytesThatAreNotUtf8AndQuotesThemSafely) {
     EXPECT_FALSE(ParseCkptDir("/scratch/\xed\xa0\x80", "/home/u").ok());  // a surrogate
     EXPECT_FALSE(ParseCkptDir("/scratch/\xe2\x82", "/home/u").ok());      // cut short
     EXPECT_EQ(*ParseCkptDir("/scratch/r\xc3\xa9sultats", "/home/u"), "/scratch/r\xc3\xa9sultats");
+    // A relative path under a submit directory whose name is not UTF-8 (found by the fuzzer:
+    // the result must read back the same).
+    EXPECT_FALSE(ParseCkptDir("ckpt", "/home/ali\x9d\x9a").ok());
     // Shell metacharacters are just bytes of a path: never given to a shell, kept verbatim.
     EXPECT_EQ(*ParseCkptDir("/scratch/a;b $(id)", "/home/u"), "/scratch/a;b $(id)");
 }
