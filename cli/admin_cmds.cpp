@@ -536,8 +536,12 @@ int Resume(const std::vector<std::string>& argv) {
         auto recorded = s->store->RecordAction(incident, "resume", name, outcome, detail);
         if (recorded && !*recorded) {
             // Resumed before for this incident: keep both in the history.
-            s->store->RecordAction(incident, "resume@" + std::to_string(Now()), name, outcome,
-                                   detail);
+            recorded = s->store->RecordAction(incident, "resume@" + std::to_string(Now()), name,
+                                              outcome, detail);
+        }
+        if (!recorded) {
+            std::fprintf(stderr, "autoheal: resume: not recorded in the history: %s\n",
+                         recorded.error().c_str());
         }
     }
     if (outcome == "done") {
