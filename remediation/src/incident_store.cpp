@@ -153,6 +153,21 @@ class Statement {
     int rc_ = SQLITE_OK;
 };
 
+// The ticket columns every ticket query selects first, in this order: id, incident_id, kind,
+// dedup_key, state, attempts, next_attempt, payload_json, sink, last_error.
+void ReadTicketColumns(const Statement& select, TicketRow* t) {
+    t->id = select.Int(0);
+    t->incident_id = select.Int(1);
+    t->kind = select.Text(2);
+    t->dedup_key = select.Text(3);
+    t->state = select.Text(4);
+    t->attempts = static_cast<int>(select.Int(5));
+    t->next_attempt = select.Int(6);
+    t->payload_json = select.Text(7);
+    t->sink = select.Text(8);
+    t->last_error = select.Text(9);
+}
+
 std::string Describe(sqlite3* db) {
     if (db == nullptr) return "out of memory";
     return std::string(sqlite3_errmsg(db)) + " (" + sqlite3_errstr(sqlite3_extended_errcode(db)) +
@@ -364,16 +379,7 @@ Result<std::vector<TicketRow>> IncidentStore::DueTickets(std::int64_t now, int l
     int rc;
     while ((rc = select.Step()) == SQLITE_ROW) {
         TicketRow& t = rows.emplace_back();
-        t.id = select.Int(0);
-        t.incident_id = select.Int(1);
-        t.kind = select.Text(2);
-        t.dedup_key = select.Text(3);
-        t.state = select.Text(4);
-        t.attempts = static_cast<int>(select.Int(5));
-        t.next_attempt = select.Int(6);
-        t.payload_json = select.Text(7);
-        t.sink = select.Text(8);
-        t.last_error = select.Text(9);
+        ReadTicketColumns(select, &t);
     }
     if (rc != SQLITE_DONE) {
         return MakeError("incident store " + path_ + ": due tickets: " + Describe(db_));
@@ -602,16 +608,7 @@ Result<std::vector<TicketRow>> IncidentStore::Tickets(bool undelivered_only) {
     int rc;
     while ((rc = select.Step()) == SQLITE_ROW) {
         TicketRow& t = rows.emplace_back();
-        t.id = select.Int(0);
-        t.incident_id = select.Int(1);
-        t.kind = select.Text(2);
-        t.dedup_key = select.Text(3);
-        t.state = select.Text(4);
-        t.attempts = static_cast<int>(select.Int(5));
-        t.next_attempt = select.Int(6);
-        t.payload_json = select.Text(7);
-        t.sink = select.Text(8);
-        t.last_error = select.Text(9);
+        ReadTicketColumns(select, &t);
         t.node = select.Text(10);
         t.opened = select.Int(11);
     }
