@@ -137,7 +137,9 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
     return finish();
 }
 
-Result<Config> LoadConfigFile(const std::string& path) {
+namespace {
+
+Result<std::string> ReadConfigText(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return MakeError(path + ": cannot open");
     std::string text;
@@ -147,7 +149,15 @@ Result<Config> LoadConfigFile(const std::string& path) {
     if (text.size() > kMaxConfigBytes) {
         return MakeError(path + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
     }
-    return ParseConfig(text, path);
+    return text;
+}
+
+}  // namespace
+
+Result<Config> LoadConfigFile(const std::string& path) {
+    auto text = ReadConfigText(path);
+    if (!text) return MakeError(text.error());
+    return ParseConfig(*text, path);
 }
 
 std::string LastGoodDir(const std::string& state_dir) { return state_dir + "/last-good"; }
@@ -168,24 +178,25 @@ LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigVali
         out.problem = path + ": no such file: using the defaults";
         return out;
     }
-    auto loaded = LoadConfigFile(path);
+    // Read once: parsed, and kept as the last good copy when it is good.
+    const auto text = ReadConfigText(path);
+    const Result<Config> loaded =
+        text ? ParseConfig(*text, path) : Result<Config>(MakeError(text.error()));
     std::string problem = Validate(loaded, validate);
     if (auto trusted = CheckTrustedFile(path); !trusted) problem = trusted.error();
     if (problem.empty()) {
-        out.config = std::move(loaded).value();
+        out.config = *loaded;
         // Keep a copy for the day the file breaks (best effort: e.g. the folder may not be
         // writable by this program's user).
-        std::ifstream in(path, std::ios::binary);
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         const std::string copy = LastGoodDir(out.config.state_dir) + "/autoheal.yaml";
-        std::ifstream old(copy, std::ios::binary);
-        std::string old_text((std::istreambuf_iterator<char>(old)),
-                             std::istreambuf_iterator<char>());
-        if (!text.empty() && text != old_text) WriteFileAtomically(copy, text, 0644, 0755);
+        auto old = ReadSmallFile(copy, kMaxConfigBytes);
+        if (!text->empty() && (!old || *old != *text)) {
+            WriteFileAtomically(copy, *text, 0644, 0755);
+        }
         return out;
     }
     std::string state_dir = loaded ? loaded->state_dir : ScanConfigStateDir(path);
-    if (state_dir.empty()) state_dir = Config{}.state_dir;
+    if (state_dir.empty()) state_dir = kDefaultStateDir;
     const std::string copy = LastGoodDir(state_dir) + "/autoheal.yaml";
     auto last_good = LoadConfigFile(copy);
     if (std::filesystem::exists(copy, ec) && Validate(last_good, validate).empty() &&
