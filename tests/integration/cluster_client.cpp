@@ -36,15 +36,24 @@ std::optional<std::string> Submit(const std::vector<std::string>& sbatch_args,
     return id;
 }
 
-std::map<std::string, std::string> ShowJob(const std::string& job_id) {
-    std::map<std::string, std::string> fields;
-    CommandResult r = RunCommand({"scontrol", "show", "job", "-o", job_id});
-    std::istringstream in(r.out);
+namespace {
+
+// Key=Value tokens of scontrol's one-line output (values without spaces) into `fields`.
+void AddKeyValues(const std::string& text, std::map<std::string, std::string>* fields) {
+    std::istringstream in(text);
     std::string token;
     while (in >> token) {
         auto eq = token.find('=');
-        if (eq != std::string::npos) fields[token.substr(0, eq)] = token.substr(eq + 1);
+        if (eq != std::string::npos) (*fields)[token.substr(0, eq)] = token.substr(eq + 1);
     }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ShowJob(const std::string& job_id) {
+    std::map<std::string, std::string> fields;
+    CommandResult r = RunCommand({"scontrol", "show", "job", "-o", job_id});
+    AddKeyValues(r.out, &fields);
     return fields;
 }
 
@@ -82,12 +91,7 @@ std::map<std::string, std::string> ShowNode(const std::string& node) {
         fields["Reason"] = value;
         r.out.resize(reason);
     }
-    std::istringstream in(r.out);
-    std::string token;
-    while (in >> token) {
-        auto eq = token.find('=');
-        if (eq != std::string::npos) fields[token.substr(0, eq)] = token.substr(eq + 1);
-    }
+    AddKeyValues(r.out, &fields);
     return fields;
 }
 
