@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -197,31 +198,74 @@ std::string Explanation(const TrainingJob& job, const std::string& id) {
     return last.empty() ? JobField(id, "AdminComment") : last;
 }
 
-// Puts every node back in service and clears what autoheal keeps between jobs, so each
-// scenario starts from a healthy cluster with no history.
-void ResetCluster() {
-    for (int i = 1; i <= 4; ++i) {
-        const std::string node = "node" + std::to_string(i);
-        auto n = ShowNode(node);
-        if (n["State"].find("DRAIN") != std::string::npos ||
-            n["State"].find("DOWN") != std::string::npos ||
-            n["State"].find("REBOOT") != std::string::npos) {
-            RunCommand({"scontrol", "update", "nodename=" + node, "state=resume"});
-        }
+// Some autoheal epilog program of this cluster (installed in its bin/) is running.
+bool EpilogRunning() {
+    const std::string prefix = ClusterDir() + "/bin/autoheal-epilog";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+        const std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+        if (cmdline.rfind(prefix, 0) == 0) return true;
     }
+    return false;
+}
+
+// Puts every node back in service and clears what autoheal keeps between jobs, so each
+// scenario starts from a healthy cluster with no history. A scenario may leave a reboot in
+// flight (asked for, or issued and the node's slurmd restarting): resuming such a node would
+// clear Slurm's record of the reboot under it, so it is left to finish, and only nodes that are
+// drained or down with no reboot pending are resumed — again on every pass, since a reboot that
+// completes after the first pass, or a slurmd that comes back late, can leave a node out. A
+// reboot still shown after 30 s (never issued, or a slurmd that did not come back) is cancelled
+// by the resume. autoheal's files and the lab's reboot and reset records are removed last, once no epilog of the cluster still runs
+// (EpilogSlurmctld may outlive the job's nodes becoming idle, and would write into the next
+// scenario's store).
+void ResetCluster() {
+    std::map<std::string, std::chrono::steady_clock::time_point> reboot_seen;
+    std::map<std::string, std::chrono::steady_clock::time_point> resumed_at;
+    std::map<std::string, std::string> last_state;
+    const bool idle = WaitUntil(
+        [&] {
+            bool all_idle = true;
+            for (int i = 1; i <= 4; ++i) {
+                const std::string node = "node" + std::to_string(i);
+                const std::string state = ShowNode(node)["State"];
+                last_state[node] = state;
+                if (state == "IDLE") continue;
+                all_idle = false;
+                const auto now = std::chrono::steady_clock::now();
+                if (state.find("REBOOT") != std::string::npos) {
+                    if (reboot_seen.emplace(node, now).first->second + std::chrono::seconds(30) >
+                        now) {
+                        continue;
+                    }
+                } else if (state.find("DRAIN") == std::string::npos &&
+                           state.find("DOWN") == std::string::npos &&
+                           state.find("FAIL") == std::string::npos) {
+                    continue;  // completing, or busy with a job still ending: wait
+                }
+                auto [at, first] = resumed_at.emplace(node, now);
+                if (!first && at->second + std::chrono::seconds(2) > now) continue;
+                at->second = now;
+                RunCommand({"scontrol", "update", "nodename=" + node, "state=resume"});
+            }
+            return all_idle;
+        },
+        std::chrono::seconds(120));
+    ASSERT_TRUE(idle) << [&] {
+        std::string s = "nodes not idle after 120 s:";
+        for (const auto& [node, state] : last_state) s += " " + node + "=" + state;
+        return s + "\n" + RunCommand({"scontrol", "show", "node", "-o"}).out;
+    }();
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(90)))
+        << "an autoheal epilog of the cluster still runs after 90 s";
     fs::remove(StateDir() + "/quarantine.json");
     fs::remove(StateDir() + "/incidents.sqlite");
     fs::remove(StateDir() + "/incidents.sqlite-wal");
     fs::remove(StateDir() + "/incidents.sqlite-shm");
     fs::remove_all(StateDir() + "/tickets");
-    ASSERT_TRUE(WaitUntil(
-        [] {
-            for (int i = 1; i <= 4; ++i) {
-                if (ShowNode("node" + std::to_string(i))["State"] != "IDLE") return false;
-            }
-            return true;
-        },
-        std::chrono::seconds(60)));
+    // The lab's records of reboots and GPU resets are per scenario too.
+    fs::remove(ClusterDir() + "/log/reboots.log");
+    fs::remove(ClusterDir() + "/log/gpu-resets.log");
 }
 
 class E2E : public ::testing::Test {
