@@ -105,11 +105,10 @@ void RunStep(const CtldEnv& env, std::int64_t job_incident, const char* name, co
 
 std::string Summary(const DecisionInput& in, const JobDecision& d,
                     const std::vector<std::string>& done) {
-    std::string s = "job=" + in.job.job + " run=" + std::to_string(in.job.restart_count) +
-                    " cause=" + d.cause + (d.rule.empty() ? "" : " rule=" + d.rule) +
-                    " requeue=" + (d.requeue ? "yes" : "no") +
-                    " reports=" + std::to_string(in.reports.size()) + "/" +
-                    std::to_string(in.job.nodes.size());
+    std::string s =
+        "job=" + in.job.job + " run=" + std::to_string(in.job.restart_count) + " cause=" + d.cause +
+        (d.rule.empty() ? "" : " rule=" + d.rule) + " requeue=" + (d.requeue ? "yes" : "no") +
+        " reports=" + std::to_string(in.reports.size()) + "/" + std::to_string(in.job.nodes.size());
     if (!in.job.missing_reports.empty()) {
         s += " missing=" + SlurmAdapter::CompressHostlist(in.job.missing_reports);
     }

@@ -142,7 +142,8 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
     d.culprits = Strings(j, "culprits");
     if (j.contains("node_actions") && j["node_actions"].is_array()) {
         for (const auto& a : j["node_actions"]) {
-            if (a.is_object()) d.node_actions.push_back({Str(a, "node"), Str(a, "action"), Str(a, "gpu")});
+            if (!a.is_object()) continue;
+            d.node_actions.push_back({Str(a, "node"), Str(a, "action"), Str(a, "gpu")});
         }
     }
     if (j.contains("facts") && j["facts"].is_object()) {

@@ -14,10 +14,8 @@ std::string NodeResultFile(const std::string& state_dir, const std::string& job,
 std::string NodeResultsToJson(const std::string& node, const std::vector<NodeActionResult>& r) {
     nlohmann::json results = nlohmann::json::array();
     for (const NodeActionResult& a : r) {
-        results.push_back({{"action", a.action},
-                           {"gpu", a.gpu},
-                           {"outcome", a.outcome},
-                           {"detail", a.detail}});
+        results.push_back(
+            {{"action", a.action}, {"gpu", a.gpu}, {"outcome", a.outcome}, {"detail", a.detail}});
     }
     return nlohmann::json{{"version", kNodeResultVersion}, {"node", node}, {"results", results}}
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

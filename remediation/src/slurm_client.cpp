@@ -8,7 +8,8 @@ bool NodeInfo::ReasonIsOurs() const { return reason.rfind(kReasonPrefix, 0) == 0
 Result<SlurmClient::DrainOutcome> SlurmClient::Drain(const std::string& node,
                                                      const std::string& reason) {
     if (reason.rfind(kReasonPrefix, 0) != 0) {
-        return MakeError(ErrorCode::kInternal, "internal: drain reason must start with 'autoheal:'");
+        return MakeError(ErrorCode::kInternal,
+                         "internal: drain reason must start with 'autoheal:'");
     }
     auto current = GetNode(node);
     if (!current) return current.status();

@@ -46,8 +46,8 @@ TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) 
     EXPECT_EQ(slurm.job(77).admin_comment, why);
     ASSERT_EQ(slurm.updates.size(), 1u);
     EXPECT_EQ(slurm.updates[0].begin_time, clock.Now() + rc.requeue_delay_seconds);
-    EXPECT_THAT(Actions(), IsSupersetOf({"drain node2 done", "reboot node2 done",
-                                         "requeue 77/run0 done"}));
+    EXPECT_THAT(Actions(),
+                IsSupersetOf({"drain node2 done", "reboot node2 done", "requeue 77/run0 done"}));
     ASSERT_TRUE(Decision());
     EXPECT_EQ(Decision()->explanation, why);
     EXPECT_THAT(Decision()->culprits, ElementsAre("node2"));
@@ -77,9 +77,9 @@ TEST_F(CtldEpilogTest, PythonExceptionIsTheJobsOwnBug) {
 TEST_F(CtldEpilogTest, Xid13BurstIsNotTheNodesFault) {
     FailedJob(77, {"node1"});
     for (int i = 0; i < 5; ++i) {
-        Report("node1").kernel.push_back(XidLine(
-            13, "0000:3b:00",
-            "Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of Range Address"));
+        Report("node1").kernel.push_back(
+            XidLine(13, "0000:3b:00",
+                    "Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of Range Address"));
     }
     Report("node1").job_output_read = true;
     Report("node1").job_output = {
@@ -197,8 +197,7 @@ TEST_F(CtldEpilogTest, TicketWebhookDownLeavesTheTicketQueued) {
         ::close(fd);
     }
     tickets = ParseTicketConfig(YAML::Load("sinks:\n  - {type: webhook, url: 'http://127.0.0.1:" +
-                                           std::to_string(port) +
-                                           "/t', timeout_seconds: 2}\n"),
+                                           std::to_string(port) + "/t', timeout_seconds: 2}\n"),
                                 "test", config.state_dir)
                   .value();
     FailedJob(77, {"node1"});
@@ -261,7 +260,8 @@ TEST_F(CtldEpilogTest, SlurmdKilledMidJobIsRecordedWithoutASecondRequeue) {
     EXPECT_THAT(out.summary, HasSubstr("missing=node2"));
     EXPECT_EQ(slurm.Count("requeue"), 0);
     int node_failed = 0;
-    for (const IncidentRow& i : Incidents()) node_failed += i.rule == "node-failed" && i.node == "node2";
+    for (const IncidentRow& i : Incidents())
+        node_failed += i.rule == "node-failed" && i.node == "node2";
     EXPECT_EQ(node_failed, 1);
     EXPECT_EQ(slurm.node("node2").reason, "Not responding");
 }

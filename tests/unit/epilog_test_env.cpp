@@ -43,8 +43,8 @@ EpilogTestEnv::~EpilogTestEnv() {
     fs::remove_all(dir, ec);
 }
 
-JobInfo& EpilogTestEnv::FailedJob(std::uint32_t id, const std::vector<std::string>& nodes,
-                                  int cap, int restart) {
+JobInfo& EpilogTestEnv::FailedJob(std::uint32_t id, const std::vector<std::string>& nodes, int cap,
+                                  int restart) {
     JobInfo job;
     job.id = id;
     job.state = "FAILED";

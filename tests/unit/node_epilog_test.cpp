@@ -131,7 +131,8 @@ TEST_F(NodeEpilogTest, ANodeThatNeverAnswersHasItsResetRecordedAsFailed) {
     EXPECT_THAT(ActionsOf("reset_gpu"), ElementsAre("reset_gpu node2 failed"));
     auto rows = store->Actions(0, "node2").value();
     bool said = false;
-    for (const ActionRow& a : rows) said |= a.detail.find("no result from the node") != std::string::npos;
+    for (const ActionRow& a : rows)
+        said |= a.detail.find("no result from the node") != std::string::npos;
     EXPECT_TRUE(said);
 }
 
@@ -253,7 +254,8 @@ TEST_F(NodeEpilogTest, AFailingResetCommandIsReported) {
 
 TEST_F(NodeEpilogTest, NodeResultsRoundTripAndRefuseOtherVersions) {
     FailedJob(77, {"node2"});
-    ASSERT_TRUE(WriteNodeResults(NodeEnv("node2"), 0, {{"reset_gpu", "0000:3b:00.0", "done", "ok"}}));
+    ASSERT_TRUE(
+        WriteNodeResults(NodeEnv("node2"), 0, {{"reset_gpu", "0000:3b:00.0", "done", "ok"}}));
     auto text = ReadSmallFile(NodeResultFile(config.state_dir, "77", 0, "node2"), 1 << 20);
     ASSERT_TRUE(text);
     auto back = NodeResultsFromJson(*text);

@@ -71,22 +71,19 @@ std::pair<std::string, std::string> OpenNodeTicket(const CtldEnv& env, const Dec
     for (const auto& [n, h] : in.history) {
         if (n == p.plan.node) hist = &h;
     }
-    auto t = OpenTickets(env.store, p.incident, kind, key,
-                         TicketPayload(kind, d, &p.plan, p.verdict, p.report, *hist,
-                                       env.ctx.job_id, env.clock.Now())
-                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                         env.tickets);
+    auto t = OpenTickets(
+        env.store, p.incident, kind, key,
+        TicketPayload(kind, d, &p.plan, p.verdict, p.report, *hist, env.ctx.job_id, env.clock.Now())
+            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+        env.tickets);
     return {t ? "opened" : "failed", t ? key : t.error()};
 }
 
 // One action of a plan; returns its outcome and detail. A node-side action is asked of the node
 // (listed in `out->asked`) and recorded when its result comes back.
-std::optional<std::pair<std::string, std::string>> ActOnce(const CtldEnv& env,
-                                                           const DecisionInput& in,
-                                                           const JobDecision& d,
-                                                           const PlanContext& p,
-                                                           const std::string& action,
-                                                           ActOutcome* out) {
+std::optional<std::pair<std::string, std::string>> ActOnce(
+    const CtldEnv& env, const DecisionInput& in, const JobDecision& d, const PlanContext& p,
+    const std::string& action, ActOutcome* out) {
     const NodePlan& plan = p.plan;
     if (env.rc.dry_run) return std::pair<std::string, std::string>{"dry-run", plan.reason};
     if (action == "drain") {
@@ -129,7 +126,8 @@ void ActOnPlan(const CtldEnv& env, const DecisionInput& in, const JobDecision& d
     for (const NodeReport& r : in.reports) {
         if (r.node == plan.node) p.report = &r;
     }
-    for (const std::string& h : plan.held) RecordOutcome(env, p.incident, "held", plan.node, "held", h);
+    for (const std::string& h : plan.held)
+        RecordOutcome(env, p.incident, "held", plan.node, "held", h);
     for (const std::string& action : plan.actions) {
         auto result = ActOnce(env, in, d, p, action, out);
         if (!result) {

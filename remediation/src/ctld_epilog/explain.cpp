@@ -36,9 +36,9 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
     record.culprits = d.culprits;
     record.facts = in.job;
     for (const AskedNodeAction& a : asked) record.node_actions.push_back(a.action);
-    auto decided =
-        WriteFileAtomically(DecisionFile(env.config.state_dir, env.ctx.job_id, in.job.restart_count),
-                            DecisionRecordToJson(record), 0644, 0755);
+    auto decided = WriteFileAtomically(
+        DecisionFile(env.config.state_dir, env.ctx.job_id, in.job.restart_count),
+        DecisionRecordToJson(record), 0644, 0755);
     if (!decided) spdlog::warn("autoheal: epilog-ctld: {}", decided.error());
 }
 
@@ -92,8 +92,8 @@ void Finish(const CtldEnv& env) {
     // Metrics last: deliveries matter more.
     if (env.rc.metrics_dir.empty()) return;
     auto after = env.slurm.ListNodes();
-    auto text = RenderControllerMetrics(env.store, after ? &*after : nullptr, env.rc,
-                                        env.clock.Now());
+    auto text =
+        RenderControllerMetrics(env.store, after ? &*after : nullptr, env.rc, env.clock.Now());
     auto w = text ? WriteMetricsFile(env.rc.metrics_dir, kControllerMetricsFile, *text)
                   : Result<bool>(MakeError(text.error()));
     if (!w) spdlog::warn("autoheal: epilog-ctld: metrics: {}", w.error());

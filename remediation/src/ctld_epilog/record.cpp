@@ -24,8 +24,7 @@ std::string RunKey(const DecisionInput& in) {
 }
 
 // One incident per node whose evidence fired a rule.
-std::map<std::string, std::int64_t> RecordNodeIncidents(const CtldEnv& env,
-                                                        const DecisionInput& in,
+std::map<std::string, std::int64_t> RecordNodeIncidents(const CtldEnv& env, const DecisionInput& in,
                                                         const JobDecision& d) {
     std::map<std::string, std::int64_t> incident_of;
     for (const NodeVerdict& v : d.verdicts) {

@@ -69,8 +69,7 @@ std::string Requeue(const CtldEnv& env, const DecisionInput& in, JobDecision* d,
     if (failure.empty()) UpdateRequeuedJob(env, in, *d);
     RecordOutcome(env, incidents.job, "requeue",
                   env.ctx.job_id + "/run" + std::to_string(in.job.restart_count),
-                  failure.empty() ? "done" : "failed",
-                  failure.empty() ? d->explanation : failure);
+                  failure.empty() ? "done" : "failed", failure.empty() ? d->explanation : failure);
     return failure;
 }
 

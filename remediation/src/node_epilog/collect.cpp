@@ -126,8 +126,8 @@ NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
 }
 
 void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence* ev) {
-    const auto job = slurm.GetJob(
-        static_cast<std::uint32_t>(std::strtoul(env.ctx.job_id.c_str(), nullptr, 10)));
+    const auto job =
+        slurm.GetJob(static_cast<std::uint32_t>(std::strtoul(env.ctx.job_id.c_str(), nullptr, 10)));
     if (!job) {
         ev->report.problems.push_back("job output: " + job.error());
         return;

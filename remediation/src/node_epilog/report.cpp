@@ -17,9 +17,8 @@ Result<bool> WriteNodeReport(const NodeEpilogEnv& env, const NodeReport& report)
 }
 
 bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local) {
-    return !evidence.output_path.empty() ||
-           std::find(local.actions.begin(), local.actions.end(), "reset_gpu") !=
-               local.actions.end();
+    return !evidence.output_path.empty() || std::find(local.actions.begin(), local.actions.end(),
+                                                      "reset_gpu") != local.actions.end();
 }
 
 std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart) {

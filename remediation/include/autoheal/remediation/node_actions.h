@@ -1,7 +1,7 @@
 // The actions a node carries out itself after a run (today: reset_gpu), decided once by the
 // controller epilog where the history and the breaker are known, and the node's answer:
 //   run<N>/decision.json        "node_actions": [{"node","action","gpu"}]   (DecisionRecord)
-//   run<N>/<node>.result.json   {"version":1,"node","results":[{"action","gpu","outcome","detail"}]}
+//   run<N>/<node>.result.json {"version":1,"node","results":[{"action","gpu","outcome","detail"}]}
 // A node epilog whose own diagnosis proposes a reset writes its report, waits (bounded) for the
 // decision, executes what the decision lists for it (nothing when the breaker held the plan,
 // in dry-run, or when the fault escalated to drain + RMA) and writes its result file; the

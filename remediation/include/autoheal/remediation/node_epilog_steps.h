@@ -36,10 +36,10 @@ struct NodeEpilogEnv {
 
 // What Collect found on this node.
 struct NodeEvidence {
-    NodeReport report;               // the evidence lines, GPU identities and problems
-    diag::EvidenceSet set;           // kernel (0), NVML deltas (1), post-job check (2), scanned
-    health::NodeSnapshot after;      // the post-job snapshot (empty without job GPUs)
-    std::string output_path;         // the job's stdout, when this node read it
+    NodeReport report;           // the evidence lines, GPU identities and problems
+    diag::EvidenceSet set;       // kernel (0), NVML deltas (1), post-job check (2), scanned
+    health::NodeSnapshot after;  // the post-job snapshot (empty without job GPUs)
+    std::string output_path;     // the job's stdout, when this node read it
 };
 
 // Kernel log since the prolog's cursor, NVML deltas against the prolog snapshot and the post-job

@@ -3,9 +3,9 @@
 // has passed on `clock`. Any other error, or success, is returned at once.
 #pragma once
 
-#include <chrono>
-
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 #include "autoheal/remediation/clock.h"
 
