@@ -78,7 +78,6 @@ std::string NodeReportToJson(const NodeReport& r) {
             {{"pci", g.pci}, {"uuid", g.uuid}, {"serial", g.serial}, {"name", g.name}});
     }
     j["local_cause"] = r.local_cause;
-    j["actions_done"] = r.actions_done;
     j["problems"] = r.problems;
     // Invalid UTF-8 from a log is replaced rather than refused.
     return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -105,7 +104,6 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
         }
     }
     r.local_cause = Str(j, "local_cause");
-    r.actions_done = Strings(j, "actions_done");
     r.problems = Strings(j, "problems");
     if (r.node.empty()) return MakeError("no node named");
     return r;
@@ -117,7 +115,12 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
         {"requeueable", d.facts.requeueable}, {"nodes", d.facts.nodes},
         {"excluded", d.facts.excluded},       {"missing_reports", d.facts.missing_reports}};
     if (d.facts.auto_resume) facts["auto_resume"] = *d.facts.auto_resume;
-    return nlohmann::json{{"explanation", d.explanation},
+    nlohmann::json node_actions = nlohmann::json::array();
+    for (const NodeAction& a : d.node_actions) {
+        node_actions.push_back({{"node", a.node}, {"action", a.action}, {"gpu", a.gpu}});
+    }
+    return nlohmann::json{{"node_actions", node_actions},
+                          {"explanation", d.explanation},
                           {"requeue", d.requeue},
                           {"cause", d.cause},
                           {"rule", d.rule},
@@ -137,6 +140,12 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
     d.rule = Str(j, "rule");
     d.outcome = Str(j, "outcome");
     d.culprits = Strings(j, "culprits");
+    if (j.contains("node_actions") && j["node_actions"].is_array()) {
+        for (const auto& a : j["node_actions"]) {
+            if (!a.is_object()) continue;
+            d.node_actions.push_back({Str(a, "node"), Str(a, "action"), Str(a, "gpu")});
+        }
+    }
     if (j.contains("facts") && j["facts"].is_object()) {
         const nlohmann::json& f = j["facts"];
         d.facts.failed = Bool(f, "failed");

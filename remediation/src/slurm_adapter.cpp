@@ -19,11 +19,52 @@ const char* slurm_job_state_string(uint32_t state);
 namespace autoheal::remediation {
 namespace {
 
-std::string SlurmError() { return slurm_strerror(slurm_get_errno()); }
+// The last Slurm call's failure as an Error: `what` and Slurm's words, with the errno's code.
+Error SlurmError(const std::string& what, int rc) {
+    return MakeError(SlurmErrorCode(rc), "slurm: " + what + ": " + slurm_strerror(rc));
+}
+Error SlurmError(const std::string& what) { return SlurmError(what, slurm_get_errno()); }
 
 }  // namespace
 
-bool NodeInfo::ReasonIsOurs() const { return reason.rfind(kReasonPrefix, 0) == 0; }
+ErrorCode SlurmErrorCode(int slurm_errno) {
+    switch (slurm_errno) {
+        case SLURM_COMMUNICATIONS_CONNECTION_ERROR:
+        case SLURM_COMMUNICATIONS_SEND_ERROR:
+        case SLURM_COMMUNICATIONS_RECEIVE_ERROR:
+        case SLURM_COMMUNICATIONS_SHUTDOWN_ERROR:
+        case SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR:
+        case SLURMCTLD_COMMUNICATIONS_SEND_ERROR:
+        case SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR:
+        case SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR:
+        case SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH:
+        case SLURM_PROTOCOL_SOCKET_IMPL_NEGATIVE_RECV_LENGTH:
+        case SLURM_PROTOCOL_SOCKET_IMPL_NOT_ALL_DATA_SENT:
+        case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+        case SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT:
+        case ESLURM_IN_STANDBY_MODE:
+        case ESLURM_IN_STANDBY_USE_BACKUP:
+        case ECONNREFUSED:
+        case ECONNRESET:
+        case ETIMEDOUT:
+        case EHOSTUNREACH:
+        case EAGAIN:
+            return ErrorCode::kUnavailable;
+        case ESLURM_INVALID_JOB_ID:
+        case ESLURM_INVALID_NODE_NAME:
+            return ErrorCode::kNotFound;
+        case ESLURM_ACCESS_DENIED:
+        case ESLURM_DISABLED:
+        case ESLURM_NOT_SUPPORTED:
+        case ESLURM_BATCH_ONLY:
+        case ESLURM_JOB_PENDING:
+        case ESLURM_ALREADY_DONE:
+        case ESLURM_TRANSITION_STATE_NO_UPDATE:
+            return ErrorCode::kInvalid;
+        default:
+            return ErrorCode::kInternal;
+    }
+}
 
 SlurmAdapter::SlurmAdapter(const std::string& slurm_conf) {
     slurm_init(slurm_conf.empty() ? nullptr : slurm_conf.c_str());
@@ -55,7 +96,7 @@ Result<NodeInfo> SlurmAdapter::GetNode(const std::string& name) {
     node_info_msg_t* msg = nullptr;
     if (slurm_load_node_single(&msg, const_cast<char*>(name.c_str()), SHOW_ALL) != 0 ||
         msg == nullptr) {
-        return MakeError("slurm: load node " + name + ": " + SlurmError());
+        return SlurmError("load node " + name);
     }
     std::optional<NodeInfo> info;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -64,14 +105,14 @@ Result<NodeInfo> SlurmAdapter::GetNode(const std::string& name) {
         info = ToNodeInfo(n);
     }
     slurm_free_node_info_msg(msg);
-    if (!info) return MakeError("slurm: no node named " + name);
+    if (!info) return MakeError(ErrorCode::kNotFound, "slurm: no node named " + name);
     return *info;
 }
 
 Result<std::vector<NodeInfo>> SlurmAdapter::ListNodes() {
     node_info_msg_t* msg = nullptr;
     if (slurm_load_node(0, &msg, SHOW_ALL) != 0 || msg == nullptr) {
-        return MakeError("slurm: load nodes: " + SlurmError());
+        return SlurmError("load nodes");
     }
     std::vector<NodeInfo> nodes;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -82,62 +123,36 @@ Result<std::vector<NodeInfo>> SlurmAdapter::ListNodes() {
     return nodes;
 }
 
-Result<SlurmAdapter::DrainOutcome> SlurmAdapter::Drain(const std::string& node,
-                                                       const std::string& reason) {
-    if (reason.rfind(kReasonPrefix, 0) != 0) {
-        return MakeError("internal: drain reason must start with 'autoheal:'");
-    }
-    auto current = GetNode(node);
-    if (!current) return MakeError(current.error());
-    if (current->Out()) {
-        if (!current->ReasonIsOurs()) return DrainOutcome::kAdminOwned;
-        return DrainOutcome::kAlreadyOurs;
-    }
+Result<bool> SlurmAdapter::SetDrain(const std::string& node, const std::string& reason) {
     update_node_msg_t msg;
     slurm_init_update_node_msg(&msg);
     msg.node_names = const_cast<char*>(node.c_str());
     msg.node_state = NODE_STATE_DRAIN;
     msg.reason = const_cast<char*>(reason.c_str());
     msg.reason_uid = getuid();
-    if (slurm_update_node(&msg) != SLURM_SUCCESS) {
-        return MakeError("slurm: drain " + node + ": " + SlurmError());
-    }
-    return DrainOutcome::kDrained;
+    if (slurm_update_node(&msg) != SLURM_SUCCESS) return SlurmError("drain " + node);
+    return true;
 }
 
-Result<SlurmAdapter::RebootOutcome> SlurmAdapter::Reboot(const std::string& node,
-                                                         const std::string& reason) {
-    if (reason.rfind(kReasonPrefix, 0) != 0) {
-        return MakeError("internal: reboot reason must start with 'autoheal:'");
-    }
-    auto current = GetNode(node);
-    if (!current) return MakeError(current.error());
-    if (current->Out() && !current->ReasonIsOurs()) return RebootOutcome::kAdminOwned;
-    if (current->reboot_pending) return RebootOutcome::kAlreadyPending;
+Result<bool> SlurmAdapter::RequestReboot(const std::string& node, const std::string& reason) {
     const int rc = SendRebootRequest(node, reason, /*asap=*/true, /*resume_after=*/true);
-    if (rc != 0) return MakeError("slurm: reboot " + node + ": " + slurm_strerror(rc));
-    return RebootOutcome::kRequested;
+    if (rc != 0) return SlurmError("reboot " + node, rc);
+    return true;
 }
 
-Result<SlurmAdapter::ResumeOutcome> SlurmAdapter::Resume(const std::string& node, bool force) {
-    auto current = GetNode(node);
-    if (!current) return MakeError(current.error());
-    if (!current->Out()) return ResumeOutcome::kNotOut;
-    if (!current->ReasonIsOurs() && !force) return ResumeOutcome::kAdminOwned;
+Result<bool> SlurmAdapter::SetResume(const std::string& node) {
     update_node_msg_t msg;
     slurm_init_update_node_msg(&msg);
     msg.node_names = const_cast<char*>(node.c_str());
     msg.node_state = NODE_RESUME;
-    if (slurm_update_node(&msg) != SLURM_SUCCESS) {
-        return MakeError("slurm: resume " + node + ": " + SlurmError());
-    }
-    return ResumeOutcome::kResumed;
+    if (slurm_update_node(&msg) != SLURM_SUCCESS) return SlurmError("resume " + node);
+    return true;
 }
 
 Result<JobInfo> SlurmAdapter::GetJob(std::uint32_t job_id) {
     job_info_msg_t* msg = nullptr;
     if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_DETAIL) != 0 || msg == nullptr) {
-        return MakeError("slurm: load job " + std::to_string(job_id) + ": " + SlurmError());
+        return SlurmError("load job " + std::to_string(job_id));
     }
     std::optional<JobInfo> found;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -173,13 +188,13 @@ Result<JobInfo> SlurmAdapter::GetJob(std::uint32_t job_id) {
         break;
     }
     slurm_free_job_info_msg(msg);
-    if (!found) return MakeError("slurm: no job " + std::to_string(job_id));
+    if (!found) return MakeError(ErrorCode::kNotFound, "slurm: no job " + std::to_string(job_id));
     return *found;
 }
 
 Result<bool> SlurmAdapter::Requeue(std::uint32_t job_id) {
     if (slurm_requeue(job_id, 0) != SLURM_SUCCESS) {
-        return MakeError("slurm: requeue job " + std::to_string(job_id) + ": " + SlurmError());
+        return SlurmError("requeue job " + std::to_string(job_id));
     }
     return true;
 }
@@ -194,7 +209,7 @@ Result<bool> SlurmAdapter::UpdateJob(std::uint32_t job_id, const JobUpdate& upda
     if (update.admin_comment) msg.admin_comment = comment.data();
     if (update.begin_time) msg.begin_time = static_cast<time_t>(*update.begin_time);
     if (slurm_update_job(&msg) != SLURM_SUCCESS) {
-        return MakeError("slurm: update job " + std::to_string(job_id) + ": " + SlurmError());
+        return SlurmError("update job " + std::to_string(job_id));
     }
     return true;
 }
@@ -202,7 +217,7 @@ Result<bool> SlurmAdapter::UpdateJob(std::uint32_t job_id, const JobUpdate& upda
 Result<std::vector<SwitchInfo>> SlurmAdapter::Topology() {
     topo_info_response_msg_t* msg = nullptr;
     if (slurm_load_topo(&msg) != SLURM_SUCCESS || msg == nullptr) {
-        return MakeError("slurm: load topology: " + SlurmError());
+        return SlurmError("load topology");
     }
     std::vector<SwitchInfo> switches;
     for (uint32_t i = 0; i < msg->record_count; ++i) {

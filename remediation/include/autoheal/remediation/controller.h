@@ -1,12 +1,15 @@
-// The two epilogs' work, behind the thin programs in epilog/:
+// The two epilogs' work, behind the thin programs in epilog/, as named steps
+// (node_epilog_steps.h, ctld_epilog_steps.h) on the real Slurm client and the system clock:
 // - RunNodeEpilog (Epilog, root, each node): gathers the evidence of the job's lifetime on this
-//   node (evidence_sources.h), resets a GPU the node's own diagnosis asks to reset (only when
-//   no process uses it), and writes its NodeReport for the controller.
+//   node (evidence_sources.h), writes its NodeReport for the controller, and carries out the
+//   node-side actions (a GPU reset) the controller's decision lists for it, only when no
+//   process uses the GPU; it never acts on its own diagnosis.
 // - RunControllerEpilog (EpilogSlurmctld, once per job, on the controller): waits, bounded, for
 //   the node reports, decides (decision.h) under a lock shared by concurrent job ends, and
-//   executes: drain/reboot through the Slurm adapter, tickets through the sinks, incidents and
+//   executes: drain/reboot through the Slurm client, tickets through the sinks, incidents and
 //   actions into the store, quarantine for culprits the breaker kept in service, the requeue
-//   with excluded nodes and an early begin time, and the user's one-line explanation.
+//   with excluded nodes and an early begin time, the user's one-line explanation, and the
+//   outcome of the node-side actions once the nodes report them.
 // Both never fail the job or the node on their own bugs: the programs catch everything and exit 0.
 #pragma once
 

@@ -32,6 +32,7 @@
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/node_actions.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -125,6 +126,7 @@ struct DecisionRecord {
     std::string outcome;
     std::vector<std::string> culprits;
     JobFacts facts;
+    std::vector<NodeAction> node_actions;  // what each node must carry out itself (node_actions.h)
 };
 std::string DecisionRecordToJson(const DecisionRecord& record);
 // Lenient: missing or mistyped fields keep their defaults; only non-JSON is an error.

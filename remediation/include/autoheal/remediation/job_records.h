@@ -54,7 +54,6 @@ struct NodeReport {
     bool job_output_read = false;  // this node read the job's stdout/stderr
     std::vector<GpuIdentity> gpus;
     std::string local_cause;                // the node's own diagnosis, for logs
-    std::vector<std::string> actions_done;  // "reset_gpu 0000:3b:00.0: ok", ...
     std::vector<std::string> problems;      // evidence that could not be read, and why
 };
 

@@ -1,0 +1,83 @@
+// The node epilog (RunNodeEpilog, controller.h) as named steps, each a function of its inputs:
+//   CollectNodeEvidence → (CollectJobOutput on the job's first node) → DiagnoseNode →
+//   WriteNodeReport → AwaitDecision → CarryOutNodeActions → WriteNodeResults →
+//   AppendExplanation.
+// The node never acts on its own diagnosis: it carries out only what the controller's decision
+// lists for it (node_actions.h), so the history and the breaker see every action.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autoheal/core/config.h"
+#include "autoheal/core/script_env.h"
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/health/gpu_snapshot.h"
+#include "autoheal/remediation/clock.h"
+#include "autoheal/remediation/controller.h"
+#include "autoheal/remediation/decision.h"
+#include "autoheal/remediation/engine.h"
+#include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/slurm_client.h"
+
+namespace autoheal::remediation {
+
+// What every node step is given. REQUIRES: ctx.job_id and ctx.node are SafePathPart.
+struct NodeEpilogEnv {
+    const Config& config;
+    const ScriptContext& ctx;
+    const RemediationConfig& rc;
+    const Engine& engine;
+    std::string self_exe;  // to find the CUDA check module
+    Clock& clock;
+};
+
+// What Collect found on this node.
+struct NodeEvidence {
+    NodeReport report;           // the evidence lines, GPU identities and problems
+    diag::EvidenceSet set;       // kernel (0), NVML deltas (1), post-job check (2), scanned
+    health::NodeSnapshot after;  // the post-job snapshot (empty without job GPUs)
+    std::string output_path;     // the job's stdout, when this node read it
+};
+
+// Kernel log since the prolog's cursor, NVML deltas against the prolog snapshot and the post-job
+// quick check on the job's GPUs (evidence_sources.h); problems are noted in the report.
+NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env);
+
+// On the job's first node: asks Slurm for the batch host; when it is this node, reads the tail
+// of the job's stdout/stderr and keeps its evidence lines.
+void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence* evidence);
+
+// The node's own diagnosis (no history): for the logs and to know whether the controller may
+// ask this node to act. Sets report.local_cause.
+diag::Diagnosis DiagnoseNode(const NodeEpilogEnv& env, NodeEvidence* evidence);
+
+Result<bool> WriteNodeReport(const NodeEpilogEnv& env, const NodeReport& report);
+
+// Whether this node must wait for the decision: it read the job's output (to append the
+// explanation), or its own diagnosis proposes an action the node carries out itself.
+bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local);
+
+// Waits, bounded (results_wait_seconds + 10), for the controller's decision on this run.
+std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart);
+
+// Executes what the decision lists for this node (reset_gpu), refusing a GPU a process still
+// uses (per the post-job snapshot).
+std::vector<NodeActionResult> CarryOutNodeActions(const NodeEpilogEnv& env,
+                                                  const DecisionRecord& decision,
+                                                  const health::NodeSnapshot& after);
+
+Result<bool> WriteNodeResults(const NodeEpilogEnv& env, int restart,
+                              const std::vector<NodeActionResult>& results);
+
+// Appends the decision's explanation to the job's output, as the job's user.
+void AppendExplanation(const NodeEpilogEnv& env, const DecisionRecord& decision,
+                       const std::string& output_path);
+
+// The whole node epilog on `env` (steps above); `slurm` is asked for the job's batch host on the
+// job's first node only.
+EpilogOutcome RunNodePipeline(const NodeEpilogEnv& env, SlurmClient& slurm);
+
+}  // namespace autoheal::remediation

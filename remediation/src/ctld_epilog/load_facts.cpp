@@ -1,0 +1,40 @@
+// LoadFacts: the job's state from Slurm, the nodes' history and the cluster's topology.
+#include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/slurm_adapter.h"
+#include "autoheal/remediation/slurm_retry.h"
+
+namespace autoheal::remediation {
+
+Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
+    auto job = UntilSlurmAnswers(env.clock, [&] { return env.slurm.GetJob(JobIdOf(env)); });
+    if (!job) return job.status();
+    JobTimes times;
+    times.start_time = job->start_time;
+    times.end_time = job->end_time;
+    // Requeued already (by Slurm after a prolog failure or a node failure, by an admin, or by an
+    // earlier run of this program): record what the nodes saw, leave the job alone.
+    times.requeued_elsewhere = job->being_requeued;
+    in->job.failed = job->exit_code != 0 || job->state == "FAILED" || job->state == "NODE_FAIL" ||
+                     job->state == "BOOT_FAIL";
+    // A cancelled job did not fail; a job requeued already is not this program's to judge (and
+    // does not count towards lemons).
+    if (job->state == "CANCELLED" || times.requeued_elsewhere) in->job.failed = false;
+    in->job.requeueable = job->requeue;
+    in->job.excluded = SlurmAdapter::ExpandHostlist(job->exc_nodes);
+
+    const std::int64_t now = env.clock.Now();
+    for (const std::string& node : in->job.nodes) {
+        auto h = env.store.History(now - 90 * 86400, node, "");
+        if (h) in->history.emplace_back(node, std::move(*h));
+    }
+    for (const std::string& node : in->job.nodes) {
+        auto n = env.store.CountJobRuns(node, "unexplained", now - env.rc.lemon.window_seconds);
+        if (n) in->unexplained_failures.emplace_back(node, *n);
+    }
+    auto recent = env.store.History(now - env.rc.correlation.window_seconds, "", "");
+    if (recent) in->cluster.recent = std::move(*recent);
+    if (auto topo = env.slurm.Topology()) in->cluster.switches = std::move(*topo);
+    return times;
+}
+
+}  // namespace autoheal::remediation

@@ -1,0 +1,76 @@
+// Requeue: the job back in the queue once per run, with the culprits excluded, an early begin
+// time and the explanation in its AdminComment.
+#include <spdlog/spdlog.h>
+
+#include "autoheal/core/resume_record.h"
+#include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/slurm_adapter.h"
+#include "autoheal/remediation/slurm_retry.h"
+
+namespace autoheal::remediation {
+namespace {
+
+// Requeued once per run: by an earlier attempt of this call, or by a run of this program that a
+// slurmctld restart interrupted.
+bool RequeuedAlready(const CtldEnv& env, const DecisionInput& in) {
+    auto current = UntilSlurmAnswers(env.clock, [&] { return env.slurm.GetJob(JobIdOf(env)); });
+    return current && (current->being_requeued || current->restart_count > in.job.restart_count);
+}
+
+// After the requeue: the resume record for the SPANK plugin, the excluded nodes, the early
+// begin time and the AdminComment.
+void UpdateRequeuedJob(const CtldEnv& env, const DecisionInput& in, const JobDecision& d) {
+    ResumeRecord resume;
+    resume.restart = in.job.restart_count;
+    resume.cause = d.cause;
+    resume.explanation = d.explanation;
+    resume.excluded = SlurmAdapter::CompressHostlist(d.exclude);
+    auto w = WriteFileAtomically(ResumeRecordPath(env.config.state_dir, env.ctx.job_id),
+                                 ResumeRecordToJson(resume), 0644, 0755);
+    if (!w) spdlog::warn("autoheal: epilog-ctld: {}", w.error());
+    JobUpdate u;
+    u.exc_nodes = resume.excluded;
+    u.admin_comment = d.explanation;
+    // Slurm holds a requeued job until now + cred_expire + 1 (121 s by default) unless its begin
+    // time is later than the moment the requeue completes: ask for a few seconds.
+    u.begin_time = env.clock.Now() + env.rc.requeue_delay_seconds;
+    auto up = env.slurm.UpdateJob(JobIdOf(env), u);
+    if (!up) spdlog::error("autoheal: epilog-ctld: {}", up.error());
+}
+
+}  // namespace
+
+std::string Requeue(const CtldEnv& env, const DecisionInput& in, JobDecision* d,
+                    const Incidents& incidents) {
+    const bool dry = env.rc.dry_run;
+    if (!d->requeue || dry) {
+        if (d->explanation.empty()) return "";
+        if (dry && d->requeue) {
+            d->explanation = "autoheal (dry-run): would have " + d->explanation.substr(10);
+        }
+        // Slurm 22.05 refuses updates to a finished job: the batch host's epilog appends the
+        // explanation to the job's output instead (RunNodeEpilog).
+        RecordOutcome(env, incidents.job, "explain", env.ctx.job_id, dry ? "dry-run" : "done",
+                      d->explanation);
+        return "";
+    }
+    std::string failure;
+    if (!RequeuedAlready(env, in)) {
+        auto r = UntilSlurmAnswers(env.clock, [&]() -> Result<bool> {
+            auto done = env.slurm.Requeue(JobIdOf(env));
+            if (!done && RequeuedAlready(env, in)) return true;
+            return done;
+        });
+        if (!r) {
+            failure = r.error();
+            d->explanation = "autoheal: requeue failed (" + r.error() + ") after " + d->summary;
+        }
+    }
+    if (failure.empty()) UpdateRequeuedJob(env, in, *d);
+    RecordOutcome(env, incidents.job, "requeue",
+                  env.ctx.job_id + "/run" + std::to_string(in.job.restart_count),
+                  failure.empty() ? "done" : "failed", failure.empty() ? d->explanation : failure);
+    return failure;
+}
+
+}  // namespace autoheal::remediation

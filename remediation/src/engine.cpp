@@ -1,0 +1,23 @@
+#include "autoheal/remediation/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "autoheal/core/config.h"
+#include "autoheal/diag/rule_files.h"
+
+namespace autoheal::remediation {
+
+Result<Engine> LoadEngine(const std::string& self_exe, const std::string& state_dir) {
+    const std::string dir = diag::DefaultRulesDir(std::getenv("AUTOHEAL_RULES_DIR"), self_exe);
+    diag::RulesInUse in_use =
+        diag::LoadRulesKeepingLastGood(dir, LastGoodDir(state_dir) + "/rules.d");
+    if (!in_use.problem.empty()) spdlog::error("autoheal: {}", in_use.problem);
+    if (!in_use.rules) return MakeError(in_use.problem);
+    auto scanner = diag::Scanner::Build(in_use.rules->signatures);
+    if (!scanner) return MakeError("rules: " + scanner.error());
+    return Engine{std::move(*in_use.rules), *scanner};
+}
+
+}  // namespace autoheal::remediation

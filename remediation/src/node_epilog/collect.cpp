@@ -1,0 +1,154 @@
+// Collect: the node's evidence of the job's lifetime, a thin caller of evidence_sources.h.
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "autoheal/health/health_config.h"
+#include "autoheal/health/runner.h"
+#include "autoheal/remediation/evidence_sources.h"
+#include "autoheal/remediation/node_epilog_steps.h"
+
+namespace autoheal::remediation {
+namespace {
+
+// The lines of an evidence set, for the controller to scan again (in order, unique).
+std::vector<std::string> EvidenceLines(const diag::EvidenceSet& set, std::size_t source) {
+    std::vector<std::string> lines;
+    std::size_t last_line = 0;
+    for (const diag::Evidence& e : set.items) {
+        if (e.source != source || e.line == last_line) continue;
+        last_line = e.line;
+        lines.push_back(e.text);
+        if (lines.size() >= 4000) break;
+    }
+    return lines;
+}
+
+std::string JoinLines(const std::vector<std::string>& lines) {
+    std::string joined;
+    for (const auto& l : lines) joined += l + "\n";
+    return joined;
+}
+
+// NVML deltas and the post-job quick check on the job's GPUs.
+void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::NodeSnapshot>& before,
+                        NodeEvidence* ev, std::vector<std::string>* nvml_lines,
+                        std::vector<std::string>* health_lines) {
+    if (env.ctx.job_gpus.empty()) return;
+    auto hc = health::ParseHealthConfig(env.config.health, env.config.source);
+    auto minors = health::ParseGpuList(env.ctx.job_gpus);
+    if (!hc || !minors) {
+        ev->report.problems.push_back("post-job check not run: " +
+                                      (hc ? "cannot read SLURM_JOB_GPUS" : hc.error()));
+        return;
+    }
+    health::RunRequest request;
+    request.tier = HealthTier::kQuick;
+    request.gpu_minors = *minors;
+    request.config = *hc;
+    request.cuda_module = health::ResolveCudaModule(*hc, env.self_exe);
+    health::HealthReport post = health::RunHealthChecks(request);
+    ev->after = post.snapshot;
+    *health_lines = HealthFailureLines(post);
+    if (before) *nvml_lines = NvmlDeltaLines(*before, ev->after);
+    for (const auto& g : (before ? before->gpus : ev->after.gpus)) {
+        ev->report.gpus.push_back({g.pci_bus_id, g.uuid, g.serial, g.name});
+    }
+}
+
+// The job's stdout (first) and stderr (when apart) as Slurm names them.
+std::vector<std::string> JobOutputPaths(const JobInfo& job, const ScriptContext& ctx) {
+    OutputPatternValues v;
+    v.job_id = ctx.job_id;
+    v.array_job_id = job.array_job_id ? std::to_string(job.array_job_id) : "";
+    v.array_task_id = job.array_job_id ? std::to_string(job.array_task_id) : "";
+    v.user = job.user_name.empty() ? ctx.user : job.user_name;
+    v.job_name = job.name;
+    v.first_node = ctx.node;
+    auto resolve = [&](const std::string& pattern) {
+        if (pattern.empty() || pattern == "/dev/null") return std::string();
+        std::string p = ExpandOutputPattern(pattern, v);
+        if (!p.empty() && p.front() != '/') p = job.work_dir + "/" + p;
+        return p;
+    };
+    std::string out = resolve(job.std_out);
+    if (job.std_out.empty()) {
+        out = job.work_dir + "/slurm-" +
+              (job.array_job_id ? v.array_job_id + "_" + v.array_task_id : v.job_id) + ".out";
+    }
+    std::vector<std::string> paths = {out};
+    const std::string err = resolve(job.std_err);
+    if (!err.empty() && err != out) paths.push_back(err);
+    return paths;
+}
+
+}  // namespace
+
+NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
+    NodeEvidence ev;
+    NodeReport& report = ev.report;
+    report.job = env.ctx.job_id;
+    report.node = env.ctx.node;
+    report.restart = std::atoi(env.ctx.restart_count.c_str());
+    report.time = env.clock.Now();
+    report.exit_code = env.ctx.exit_code;
+
+    // The prolog's baseline: kernel log cursor and NVML snapshot.
+    std::string cursor;
+    std::optional<health::NodeSnapshot> before;
+    const std::string prolog = PrologFile(env.config.state_dir, env.ctx.job_id, env.ctx.node);
+    auto text = ReadSmallFile(prolog, kMaxRecordBytes);
+    auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (text && !j.is_discarded()) {
+        if (j.contains("kernel_cursor") && j["kernel_cursor"].is_string()) {
+            cursor = j["kernel_cursor"].get<std::string>();
+        }
+        if (j.contains("snapshot")) before = health::SnapshotFromJson(j["snapshot"].dump());
+    } else {
+        report.problems.push_back("no prolog baseline: " +
+                                  (text ? prolog + ": not JSON" : text.error()));
+    }
+
+    // 0: kernel log since the prolog.
+    const std::string klog = KernelLogFor(env.rc, env.ctx.node);
+    auto kernel = ReadKernelLogSince(klog, cursor, env.rc.kernel_log_max_bytes);
+    if (!kernel) report.problems.push_back("kernel log: " + kernel.error());
+    env.engine.scanner->ScanText(kernel ? *kernel : std::string(), "kernel", &ev.set);
+
+    // 1, 2: NVML deltas and the post-job quick check.
+    std::vector<std::string> nvml_lines, health_lines;
+    CollectGpuEvidence(env, before, &ev, &nvml_lines, &health_lines);
+    env.engine.scanner->ScanText(JoinLines(nvml_lines), "nvml", &ev.set);
+    env.engine.scanner->ScanText(JoinLines(health_lines), "health", &ev.set);
+    report.kernel = EvidenceLines(ev.set, 0);
+    report.nvml = EvidenceLines(ev.set, 1);
+    report.health = EvidenceLines(ev.set, 2);
+    return ev;
+}
+
+void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence* ev) {
+    const auto job =
+        slurm.GetJob(static_cast<std::uint32_t>(std::strtoul(env.ctx.job_id.c_str(), nullptr, 10)));
+    if (!job) {
+        ev->report.problems.push_back("job output: " + job.error());
+        return;
+    }
+    if (job->batch_host != env.ctx.node) return;
+    const std::vector<std::string> paths = JobOutputPaths(*job, env.ctx);
+    ev->output_path = paths.front();
+    std::string text;
+    for (const std::string& p : paths) {
+        auto tail = ReadFileTailSafely(p, env.rc.job_output_max_bytes);
+        if (!tail) {
+            ev->report.problems.push_back("job output: " + tail.error());
+            continue;
+        }
+        text += *tail;
+        if (!text.empty() && text.back() != '\n') text += '\n';
+    }
+    ev->report.job_output_read = true;
+    diag::EvidenceSet job_set;
+    env.engine.scanner->ScanText(text, "job-output", &job_set);
+    ev->report.job_output = EvidenceLines(job_set, 0);
+}
+
+}  // namespace autoheal::remediation

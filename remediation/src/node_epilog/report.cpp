@@ -1,0 +1,57 @@
+// Report: the node's report for the controller, the wait for the controller's decision, the
+// node's result file and the user's explanation.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "autoheal/remediation/node_epilog_steps.h"
+#include "autoheal/remediation/run_command.h"
+
+namespace autoheal::remediation {
+
+Result<bool> WriteNodeReport(const NodeEpilogEnv& env, const NodeReport& report) {
+    return WriteFileAtomically(
+        EpilogFile(env.config.state_dir, env.ctx.job_id, report.restart, env.ctx.node),
+        NodeReportToJson(report), 0640, 0755);
+}
+
+bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local) {
+    return !evidence.output_path.empty() || std::find(local.actions.begin(), local.actions.end(),
+                                                      "reset_gpu") != local.actions.end();
+}
+
+std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart) {
+    const std::string path = DecisionFile(env.config.state_dir, env.ctx.job_id, restart);
+    const auto until =
+        env.clock.Steady() +
+        std::chrono::milliseconds(static_cast<int>((env.rc.results_wait_seconds + 10) * 1000));
+    while (env.clock.Steady() < until) {
+        if (auto text = ReadSmallFile(path, kMaxRecordBytes)) {
+            // A decision file that is not a JSON object (corrupted, hand-edited) holds nothing.
+            auto d = DecisionRecordFromJson(*text);
+            if (d) return *d;
+            return std::nullopt;
+        }
+        env.clock.Sleep(std::chrono::milliseconds(100));
+    }
+    return std::nullopt;
+}
+
+Result<bool> WriteNodeResults(const NodeEpilogEnv& env, int restart,
+                              const std::vector<NodeActionResult>& results) {
+    return WriteFileAtomically(
+        NodeResultFile(env.config.state_dir, env.ctx.job_id, restart, env.ctx.node),
+        NodeResultsToJson(env.ctx.node, results), 0640, 0755);
+}
+
+void AppendExplanation(const NodeEpilogEnv& env, const DecisionRecord& decision,
+                       const std::string& output_path) {
+    if (output_path.empty() || decision.explanation.empty()) return;
+    auto appended =
+        AppendAsUser(output_path, decision.explanation + "\n",
+                     static_cast<uid_t>(std::strtoul(env.ctx.uid.c_str(), nullptr, 10)));
+    if (!appended) spdlog::warn("autoheal: epilog: {}", appended.error());
+}
+
+}  // namespace autoheal::remediation

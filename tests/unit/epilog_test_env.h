@@ -1,0 +1,63 @@
+// A cluster for the epilogs' unit tests: a temporary state folder with a real SQLite incident
+// store, the shipped rules (etc/rules.d), a FakeSlurmClient with four nodes under two leaf
+// switches (node1,node2 | node3,node4) and a FakeClock. Node reports are written where the node
+// epilogs write them, and the controller pipeline runs on them in-process.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/node_epilog_steps.h"
+#include "fake_clock.h"
+#include "fake_slurm_client.h"
+
+namespace autoheal::remediation::testing {
+
+std::string XidLine(int xid, const std::string& pci, const std::string& msg);
+
+class EpilogTestEnv {
+  public:
+    EpilogTestEnv();
+    ~EpilogTestEnv();
+
+    // A failed batch job `id` on `nodes` (batch host: the first), asking --auto-resume=cap
+    // (none when cap < 0), at restart `restart`.
+    JobInfo& FailedJob(std::uint32_t id, const std::vector<std::string>& nodes, int cap = 3,
+                       int restart = 0);
+    // The node report of `node` for the current job, with kernel and job output lines.
+    NodeReport& Report(const std::string& node);
+    void WriteReports();
+
+    // Runs the controller epilog on the current job (reports written first).
+    EpilogOutcome RunController();
+    // The controller env for the current job, to call single steps.
+    CtldEnv Env();
+
+    // Runs the whole node epilog of `node` (kernel log lines `kernel`) on the current job.
+    NodeEpilogEnv NodeEnv(const std::string& node);
+    void SetKernelLog(const std::string& node, const std::vector<std::string>& lines);
+
+    // "action target outcome" for every action in the store, in order.
+    std::vector<std::string> Actions();
+    std::vector<IncidentRow> Incidents();
+    std::optional<DecisionRecord> Decision(int restart = 0);
+    std::string ReadText(const std::string& path);
+
+    std::filesystem::path dir;
+    Config config;
+    RemediationConfig rc;
+    TicketConfig tickets;
+    Engine engine;
+    std::unique_ptr<IncidentStore> store;
+    FakeSlurmClient slurm;
+    FakeClock clock;
+    ScriptContext ctx;
+    std::vector<NodeReport> reports;
+    // Node contexts kept alive for the NodeEpilogEnvs handed out.
+    std::vector<std::unique_ptr<ScriptContext>> node_ctx;
+};
+
+}  // namespace autoheal::remediation::testing
