@@ -23,7 +23,7 @@ std::string SlurmError() { return slurm_strerror(slurm_get_errno()); }
 
 }  // namespace
 
-bool NodeInfo::ReasonIsOurs() const { return reason.rfind(kReasonPrefix, 0) == 0; }
+bool NodeInfo::ReasonIsOurs() const { return remediation::ReasonIsOurs(reason); }
 
 SlurmAdapter::SlurmAdapter(const std::string& slurm_conf) {
     slurm_init(slurm_conf.empty() ? nullptr : slurm_conf.c_str());
@@ -84,7 +84,7 @@ Result<std::vector<NodeInfo>> SlurmAdapter::ListNodes() {
 
 Result<SlurmAdapter::DrainOutcome> SlurmAdapter::Drain(const std::string& node,
                                                        const std::string& reason) {
-    if (reason.rfind(kReasonPrefix, 0) != 0) {
+    if (!remediation::ReasonIsOurs(reason)) {
         return MakeError("internal: drain reason must start with 'autoheal:'");
     }
     auto current = GetNode(node);
@@ -107,7 +107,7 @@ Result<SlurmAdapter::DrainOutcome> SlurmAdapter::Drain(const std::string& node,
 
 Result<SlurmAdapter::RebootOutcome> SlurmAdapter::Reboot(const std::string& node,
                                                          const std::string& reason) {
-    if (reason.rfind(kReasonPrefix, 0) != 0) {
+    if (!remediation::ReasonIsOurs(reason)) {
         return MakeError("internal: reboot reason must start with 'autoheal:'");
     }
     auto current = GetNode(node);
