@@ -10,6 +10,8 @@
 #                 stages the whole tree under /tmp/x instead
 #   make deb      a Debian package, $(BUILD)/autoheal_<version>_amd64.deb (prefix /usr)
 #   make lint     clang-format check and clang-tidy
+#   make catalog  write the JSON Schema's cause/action enums and docs/rules.md's cause table from
+#                 the catalog (core/include/autoheal/diag/taxonomy.h)
 #   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each
 #   make test-asan  everything (plugins, fakes too) built with ASan + UBSan in build-asan/, then
 #                 the unit tests there
@@ -21,7 +23,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint fuzz test-asan clean
+.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint catalog fuzz test-asan clean
 
 all: build
 
@@ -68,6 +70,9 @@ deb: build
 
 lint: configure
 	@scripts/lint.sh $(BUILD)
+
+catalog: build
+	@scripts/gen_catalog.py --cli $(BUILD)/bin/autoheal
 
 # Its own build folder (build-fuzz/), so the gcc build above is untouched.
 fuzz: deps

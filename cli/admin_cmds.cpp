@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autoheal/core/submit_policy.h"
+#include "autoheal/diag/taxonomy.h"
 #include "autoheal/remediation/controller.h"
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/metrics.h"
@@ -108,7 +109,8 @@ std::map<std::int64_t, std::vector<ActionRow>> ActionsByIncident(remediation::In
 std::string ActionWords(const std::vector<ActionRow>& actions) {
     std::string s;
     for (const ActionRow& a : actions) {
-        s += (s.empty() ? "" : ",") + a.action + (a.outcome == "done" ? "" : "(" + a.outcome + ")");
+        const bool done = diag::ParseOutcome(a.outcome) == diag::Outcome::kDone;
+        s += (s.empty() ? "" : ",") + a.action + (done ? "" : "(" + a.outcome + ")");
     }
     return s;
 }
@@ -461,6 +463,36 @@ int Node(const std::vector<std::string>& argv) {
     return 0;
 }
 
+namespace {
+
+// Records a `resume` under the node's latest incident, or, when it has none or that incident
+// already has a resume (the store keeps one row per incident, action and target), under a new
+// `admin_resume` incident of its own: every resume stays in the node's history.
+Result<bool> RecordResume(remediation::IncidentStore& store, const std::string& node,
+                          diag::Outcome outcome, const std::string& detail) {
+    const std::string action(diag::ToString(diag::Action::kResume));
+    const std::string said(diag::ToString(outcome));
+    IncidentQuery q;
+    q.node = node;
+    q.limit = 1;
+    auto latest = store.Incidents(q);
+    if (!latest) return MakeError(latest.error());
+    if (!latest->empty()) {
+        auto recorded = store.RecordAction(latest->front().id, action, node, said, detail);
+        if (!recorded || *recorded) return recorded;
+    }
+    remediation::IncidentRecord rec;
+    rec.time = Now();
+    rec.node = node;
+    rec.cause = diag::ToString(diag::Cause::kAdminResume);
+    rec.rule = "autoheal-resume";
+    auto id = store.RecordIncident(rec);
+    if (!id) return MakeError(id.error());
+    return store.RecordAction(*id, action, node, said, detail);
+}
+
+}  // namespace
+
 int Resume(const std::vector<std::string>& argv) {
     auto args = ParseArgs("resume", argv, {"--reason"}, {"--force"}, kResumeUsage);
     if (!args) return 2;
@@ -497,14 +529,14 @@ int Resume(const std::vector<std::string>& argv) {
         return 1;
     }
     const std::string before = node->reason;
-    std::string outcome = "not-out";
+    diag::Outcome outcome = diag::Outcome::kNotOut;
     if (node->Out()) {
         auto r = slurm.Resume(name, force);
         if (!r) {
             std::fprintf(stderr, "autoheal: resume: %s: %s\n", name.c_str(), r.error().c_str());
             return 1;
         }
-        outcome = *r == SlurmAdapter::ResumeOutcome::kResumed ? "done" : "not-out";
+        if (*r == SlurmAdapter::ResumeOutcome::kResumed) outcome = diag::Outcome::kDone;
     }
     auto unquarantined = RemoveFromQuarantine(s->config.policy.quarantine_file, name, Now());
     if (!unquarantined) {
@@ -516,35 +548,11 @@ int Resume(const std::vector<std::string>& argv) {
     const std::string who = pw != nullptr ? pw->pw_name : std::to_string(getuid());
     const std::string detail = reason + " (by " + who + (force ? ", forced" : "") +
                                (before.empty() ? "" : "; was: " + before) + ")";
-    IncidentQuery q;
-    q.node = name;
-    q.limit = 1;
-    std::int64_t incident = 0;
-    if (auto latest = s->store->Incidents(q); latest && !latest->empty()) {
-        incident = latest->front().id;
+    if (auto recorded = RecordResume(*s->store, name, outcome, detail); !recorded) {
+        std::fprintf(stderr, "autoheal: resume: not recorded in the history: %s\n",
+                     recorded.error().c_str());
     }
-    if (incident == 0) {
-        remediation::IncidentRecord rec;
-        rec.time = Now();
-        rec.node = name;
-        rec.cause = "admin_resume";
-        rec.rule = "autoheal-resume";
-        auto id = s->store->RecordIncident(rec);
-        if (id) incident = *id;
-    }
-    if (incident != 0) {
-        auto recorded = s->store->RecordAction(incident, "resume", name, outcome, detail);
-        if (recorded && !*recorded) {
-            // Resumed before for this incident: keep both in the history.
-            recorded = s->store->RecordAction(incident, "resume@" + std::to_string(Now()), name,
-                                              outcome, detail);
-        }
-        if (!recorded) {
-            std::fprintf(stderr, "autoheal: resume: not recorded in the history: %s\n",
-                         recorded.error().c_str());
-        }
-    }
-    if (outcome == "done") {
+    if (outcome == diag::Outcome::kDone) {
         std::printf("%s resumed%s\n", name.c_str(),
                     unquarantined && *unquarantined ? " and taken off the quarantine" : "");
     } else {

@@ -40,6 +40,7 @@ constexpr const char* kUsage =
     "  rules check [--json] PATH...     validate rule files or folders\n"
     "  rules explain NAME               what a cause, rule or signature means and does\n"
     "  rules patterns [--rules PATH]    the regex of every signature, one per line\n"
+    "  rules catalog [--json]           every cause, action and outcome, with what each does\n"
     "  health [--tier quick|full] [--gpus LIST] [--json]\n"
     "                                   run the GPU health checks on this node\n"
     "  status [--json]                  nodes autoheal holds, the breaker, quarantine, tickets\n"

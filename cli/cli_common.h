@@ -71,6 +71,7 @@ class Table {
 
 int Classify(const std::vector<std::string>& args);
 int Rules(const std::vector<std::string>& args);
+int RulesCatalog(const std::vector<std::string>& args);  // rules_catalog.cpp
 int Health(const std::vector<std::string>& args);
 int Status(const std::vector<std::string>& args);
 int Incidents(const std::vector<std::string>& args);

@@ -1,7 +1,6 @@
 #include "report.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -12,36 +11,7 @@
 namespace autoheal::cli {
 namespace {
 
-// Table 5's wording for the taxonomy's causes (Llama 3, §3.3.4); causes Table 5 has no row for
-// get a name in the same style. Every taxonomy cause is here (report_test checks it).
-constexpr std::pair<std::string_view, std::string_view> kComponents[] = {
-    {"faulty_gpu", "Faulty GPU"},
-    {"gpu_hbm_memory", "GPU HBM memory"},
-    {"gpu_sram_memory", "GPU SRAM memory"},
-    {"gpu_system_processor", "GPU system processor"},
-    {"nvlink", "NVLink / NVSwitch"},
-    {"silent_data_corruption", "Silent data corruption"},
-    {"gpu_thermal", "GPU thermal interface + sensor"},
-    {"network_switch_cable", "Network switch/cable"},
-    {"nic", "NIC"},
-    {"nccl_timeout", "NCCL watchdog timeouts"},
-    {"host_cpu", "CPU"},
-    {"host_memory", "System memory"},
-    {"storage", "SSD / local disk"},
-    {"io_network", "Shared file system"},
-    {"power_supply", "Power supply"},
-    {"server_chassis", "Server chassis"},
-    {"host_maintenance", "Host maintenance"},
-    {"dependency", "Software dependency"},
-    {"user_error", "The job's own error"},
-    {"unknown", "Unknown"},
-};
-
 constexpr double kHour = 3600.0;
-
-bool IsInterruption(const std::string& outcome) {
-    return outcome == "blamed" || outcome == "unexplained" || outcome == "other";
-}
 
 double NodeSeconds(const remediation::RunRecord& r) {
     if (r.start_time <= 0 || r.end_time <= r.start_time) return 0;
@@ -104,7 +74,7 @@ void CountOffenders(const std::vector<remediation::IncidentRow>& incidents,
     // a node is not at fault for the programs run on it.
     std::vector<const remediation::IncidentRow*> counted;
     for (const auto& i : incidents) {
-        if (i.node.empty() || i.cause == "user_error") continue;
+        if (i.node.empty() || diag::BlameOf(i.cause) == diag::Blame::kJob) continue;
         counted.push_back(&i);
     }
     out.node_incidents = static_cast<int>(counted.size());
@@ -156,19 +126,13 @@ void CountOffenders(const std::vector<remediation::IncidentRow>& incidents,
 }  // namespace
 
 std::string CauseComponent(std::string_view cause) {
-    for (const auto& [name, component] : kComponents) {
-        if (name == cause) return std::string(component);
-    }
-    return std::string(cause);
+    const diag::CauseInfo* info = diag::FindCause(cause);
+    return std::string(info != nullptr ? info->title : cause);
 }
 
 std::string CauseCategory(std::string_view cause) {
     const diag::CauseInfo* info = diag::FindCause(cause);
-    if (info == nullptr) return "Unknown";
-    if (info->category == "gpu") return "GPU";
-    std::string c(info->category);
-    if (!c.empty()) c[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(c[0])));
-    return c;
+    return std::string(diag::Title(info != nullptr ? info->category : diag::Category::kUnknown));
 }
 
 double EstimateEttr(int nodes, double rate_per_node_second, double restart_overhead,
@@ -224,16 +188,17 @@ ReliabilityReport ComputeReport(const std::vector<remediation::RunRecord>& runs,
         largest_job = std::max(largest_job, r.nodes);
         const double node_seconds = NodeSeconds(r);
         out.node_hours += node_seconds / kHour;
-        if (r.outcome == "ok") ++out.ok;
-        if (r.outcome == "own") {
+        const std::optional<diag::RunOutcome> outcome = diag::ParseRunOutcome(r.outcome);
+        if (outcome == diag::RunOutcome::kOk) ++out.ok;
+        if (outcome == diag::RunOutcome::kOwn) {
             ++out.own;
             out.own_node_hours += node_seconds / kHour;
         }
-        if (!IsInterruption(r.outcome)) continue;
+        if (!outcome || !diag::Info(*outcome).interruption) continue;
         ++out.interruptions;
-        if (r.outcome == "blamed") ++out.blamed;
-        if (r.outcome == "unexplained") ++out.unexplained;
-        if (r.outcome == "other") ++out.other;
+        if (outcome == diag::RunOutcome::kBlamed) ++out.blamed;
+        if (outcome == diag::RunOutcome::kUnexplained) ++out.unexplained;
+        if (outcome == diag::RunOutcome::kOther) ++out.other;
 
         const std::string cause = r.cause.empty() ? "unknown" : r.cause;
         CauseRow& row = by_cause[cause];

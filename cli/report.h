@@ -143,8 +143,8 @@ double EstimateEttrWithCheckpointCost(int nodes, double rate_per_node_second,
 // Young/Daly: Δt* = sqrt(2·C·M) with M = 1/(N·r); none when N·r = 0 or C <= 0.
 std::optional<double> YoungDalyInterval(int nodes, double rate_per_node_second, double ckpt_cost);
 
-// Table 5's wording and the category of a cause (the taxonomy's category, capitalised);
-// a word outside the taxonomy is its own component, category "Unknown".
+// The catalog's title of a cause (Table 5's wording where it has a row) and its category's
+// title; a word outside the catalog is its own component, category "Unknown".
 std::string CauseComponent(std::string_view cause);
 std::string CauseCategory(std::string_view cause);
 

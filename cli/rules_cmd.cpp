@@ -1,4 +1,4 @@
-// autoheal rules check | explain | patterns
+// autoheal rules check | explain | patterns (catalog: rules_catalog.cpp)
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,9 +13,11 @@ constexpr const char* kRulesUsage =
     "usage: autoheal rules check [--json] PATH...\n"
     "       autoheal rules explain CAUSE|RULE|SIGNATURE [--rules PATH]...\n"
     "       autoheal rules patterns [--rules PATH]...\n"
+    "       autoheal rules catalog [--json]\n"
     "  check: loads the files (folders give their *.yaml in name order) together, as autoheal\n"
     "  would, and reports each file as Ok, Ok, with warnings, or Invalid.\n"
-    "  Exit 0: valid (warnings allowed); 1: invalid; 2: usage.\n";
+    "  Exit 0: valid (warnings allowed); 1: invalid; 2: usage.\n"
+    "  catalog: every cause, action and outcome autoheal knows, with what each does.\n";
 
 const char* SeverityName(diag::Severity s) {
     return s == diag::Severity::kError ? "error" : "warning";
@@ -138,7 +140,8 @@ int Explain(const std::vector<std::string>& args) {
     if (const diag::CauseInfo* c = diag::FindCause(name)) {
         found = true;
         std::printf("cause %s (%s): %s\n", std::string(c->name).c_str(),
-                    std::string(c->category).c_str(), std::string(c->summary).c_str());
+                    std::string(diag::ToString(c->category)).c_str(),
+                    std::string(c->summary).c_str());
         std::printf("  a job it kills is %s\n",
                     c->infrastructure ? "requeued when it opted in (infrastructure fault)"
                                       : "not requeued (not an infrastructure fault)");
@@ -238,6 +241,7 @@ int Rules(const std::vector<std::string>& args) {
     if (args[0] == "check") return Check(rest);
     if (args[0] == "explain") return Explain(rest);
     if (args[0] == "patterns") return Patterns(rest);
+    if (args[0] == "catalog") return RulesCatalog(rest);
     if (args[0] == "-h" || args[0] == "--help") {
         std::fputs(kRulesUsage, stdout);
         return 0;

@@ -47,12 +47,13 @@ void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& c
 
 std::string DrainReason(const health::HealthReport& report) {
     const health::CheckResult* worst = report.Worst();
-    std::string reason = std::string(autoheal::remediation::kReasonPrefix) + " health " +
-                         (worst != nullptr ? worst->check : "check");
-    if (worst != nullptr && !worst->gpu.empty()) reason += " gpu=" + worst->gpu;
-    if (worst != nullptr) reason += ": " + worst->summary;
-    if (reason.size() > 200) reason.resize(200);
-    return reason;
+    rem::NodeReason reason;
+    reason.cause = autoheal::diag::Cause::kHealth;
+    if (worst != nullptr) {
+        reason.fields = {{"check", worst->check}, {"gpu", worst->gpu}};
+        reason.note = worst->summary;
+    }
+    return rem::FormatReason(reason);
 }
 
 int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx) {

@@ -27,21 +27,32 @@ std::string Join(const std::vector<std::string>& lines) {
     return text;
 }
 
-bool IsInfrastructure(const std::string& cause) {
-    const diag::CauseInfo* info = diag::FindCause(cause);
-    return info != nullptr && info->infrastructure;
-}
+using diag::IsInfrastructure;
+using diag::IsNetworkCause;
 
-// A cause that blames the node it was seen on. An NCCL timeout is seen on every rank and blames
-// none of them; "unknown" blames nothing.
+// A cause that blames the node it was seen on (the catalog's blame column). An NCCL timeout is
+// seen on every rank and blames none of them; "unknown" blames nothing.
 bool BlamesNode(const diag::Diagnosis& d) {
-    return !d.rule.empty() && IsInfrastructure(d.cause) && d.cause != "nccl_timeout" &&
-           d.cause != "unknown";
+    return !d.rule.empty() && diag::BlameOf(d.cause) == diag::Blame::kNode;
 }
 
-bool IsNetworkCause(const std::string& cause) {
-    const diag::CauseInfo* info = diag::FindCause(cause);
-    return info != nullptr && info->category == "network";
+bool IsJobsOwn(const std::string& cause) { return diag::BlameOf(cause) == diag::Blame::kJob; }
+
+// The fields of a node reason for a diagnosis: its Xid (when one is in the evidence), GPU, rule
+// and the job.
+NodeReason ReasonFor(const diag::Diagnosis& d, const std::string& job) {
+    NodeReason reason;
+    reason.cause = diag::ParseCause(d.cause).value_or(diag::Cause::kUnknown);
+    for (const diag::Evidence& e : d.evidence) {
+        if (auto xid = e.Field("xid")) {
+            reason.fields.emplace_back("xid", std::string(*xid));
+            break;
+        }
+    }
+    reason.fields.emplace_back("gpu", d.culprit.gpu);
+    reason.fields.emplace_back("rule", d.rule);
+    reason.fields.emplace_back("job", job);
+    return reason;
 }
 
 int Priority(const diag::Diagnosis& d) {
@@ -182,8 +193,8 @@ JobDecision Decide(const DecisionInput& in) {
         if (!ev.empty()) out.summary += " (" + ev + ")";
     }
     // A user bug seen in the job's output outranks infrastructure hints that blame no node.
-    if (out.culprits.empty() && out.job_output && out.job_output->diagnosis.cause == "user_error") {
-        out.cause = "user_error";
+    if (out.culprits.empty() && out.job_output && IsJobsOwn(out.job_output->diagnosis.cause)) {
+        out.cause = out.job_output->diagnosis.cause;
         out.rule = out.job_output->diagnosis.rule;
         out.confidence = out.job_output->diagnosis.confidence;
         requeue_by_rule = false;
@@ -191,7 +202,7 @@ JobDecision Decide(const DecisionInput& in) {
         if (!out.job_output->diagnosis.evidence.empty()) {
             line = ": " + ShortText(out.job_output->diagnosis.evidence.front().text, 120);
         }
-        out.summary = "user_error" + line;
+        out.summary = out.cause + line;
     }
 
     // Node plans: every node whose own evidence calls for actions, culprit or not (a job that
@@ -205,10 +216,8 @@ JobDecision Decide(const DecisionInput& in) {
         plan.cause = d.cause;
         plan.rule = d.rule;
         plan.actions = d.actions;
-        std::string reason = std::string(kReasonPrefix) + " " + d.cause;
-        if (!d.culprit.gpu.empty()) reason += " gpu=" + d.culprit.gpu;
-        reason += " (" + DescribeEvidence(d) + ") job " + in.job.job;
-        plan.reason = reason.size() > 200 ? reason.substr(0, 200) : reason;
+        plan.why = ReasonFor(d, in.job.job);
+        plan.reason = FormatReason(plan.why);
         out.plans.push_back(std::move(plan));
     }
 
@@ -245,7 +254,7 @@ JobDecision Decide(const DecisionInput& in) {
                 if (!Contains(out.network->nodes, p.node) || !IsNetworkCause(p.cause)) continue;
                 std::vector<std::string> kept;
                 for (const std::string& a : p.actions) {
-                    if (a == "network_ticket" || a == "rma_ticket") {
+                    if (diag::TicketOf(a) != diag::TicketKind::kNone) {
                         p.held.push_back(a + " (one ticket for switch " + out.network->name + ")");
                     } else {
                         kept.push_back(a);
@@ -253,7 +262,8 @@ JobDecision Decide(const DecisionInput& in) {
                 }
                 p.actions = kept;
             }
-            out.summary = "network_switch_cable on switch " + out.network->name + " (nodes ";
+            out.summary = std::string(diag::ToString(diag::Cause::kNetworkSwitchCable)) +
+                          " on switch " + out.network->name + " (nodes ";
             for (std::size_t i = 0; i < out.network->nodes.size(); ++i) {
                 out.summary += (i ? "," : "") + out.network->nodes[i];
             }
@@ -265,18 +275,18 @@ JobDecision Decide(const DecisionInput& in) {
     }
 
     // 4b. Lemons.
+    diag::RunOutcome outcome = diag::RunOutcome::kOther;
     if (!in.job.failed) {
-        out.outcome = "ok";
-    } else if (out.cause == "user_error") {
-        out.outcome = "own";
+        outcome = diag::RunOutcome::kOk;
+    } else if (IsJobsOwn(out.cause)) {
+        outcome = diag::RunOutcome::kOwn;
     } else if (!out.culprits.empty()) {
-        out.outcome = "blamed";
-    } else if (out.cause == "unknown" || out.cause == "nccl_timeout") {
-        out.outcome = "unexplained";
-    } else {
-        out.outcome = "other";
+        outcome = diag::RunOutcome::kBlamed;
+    } else if (diag::IsUnexplained(out.cause)) {
+        outcome = diag::RunOutcome::kUnexplained;
     }
-    if (out.outcome == "unexplained" && config.lemon.failures > 0) {
+    out.outcome = diag::ToString(outcome);
+    if (outcome == diag::RunOutcome::kUnexplained && config.lemon.failures > 0) {
         const std::string days =
             std::to_string((config.lemon.window_seconds + 86399) / 86400) + "d";
         for (const auto& [node, earlier] : in.unexplained_failures) {
@@ -288,12 +298,17 @@ JobDecision Decide(const DecisionInput& in) {
             if (count < config.lemon.failures || planned || !Contains(in.job.nodes, node)) continue;
             NodePlan plan;
             plan.node = node;
-            plan.cause = "unknown";
+            plan.cause = diag::ToString(diag::Cause::kLemon);
             plan.rule = "lemon-node";
-            plan.actions = {"drain"};
-            plan.reason = std::string(kReasonPrefix) + " lemon: " + std::to_string(count) +
-                          " unexplained job failures within " + days +
-                          "; deep checks needed (job " + in.job.job + ")";
+            plan.actions = {std::string(diag::ToString(diag::Action::kDrain))};
+            plan.why.cause = diag::Cause::kLemon;
+            plan.why.fields = {{"failures", std::to_string(count)},
+                               {"within", days},
+                               {"rule", plan.rule},
+                               {"job", in.job.job}};
+            plan.why.note = std::to_string(count) + " unexplained job failures within " + days +
+                            "; deep checks needed";
+            plan.reason = FormatReason(plan.why);
             out.plans.push_back(std::move(plan));
         }
     }
@@ -307,8 +322,8 @@ JobDecision Decide(const DecisionInput& in) {
         if (n.Out() || n.reboot_pending) already_out.insert(n.name);
     }
     for (NodePlan& p : out.plans) {
-        const bool takes_out = Contains(p.actions, "drain") || Contains(p.actions, "reboot") ||
-                               Contains(p.actions, "reset_gpu");
+        const bool takes_out =
+            std::any_of(p.actions.begin(), p.actions.end(), diag::CountsAgainstBreaker);
         if (!takes_out || already_out.count(p.node) != 0) continue;
         if (out_now + 1 <= limit) {
             ++out_now;
@@ -328,7 +343,7 @@ JobDecision Decide(const DecisionInput& in) {
     // 6. Requeue.
     out.exclude = in.job.excluded;
     for (const std::string& c : out.culprits) AddUnique(&out.exclude, c);
-    const bool infra = IsInfrastructure(out.cause) && out.cause != "user_error";
+    const bool infra = IsInfrastructure(out.cause);
     const int cap = in.job.auto_resume.value_or(0);
     const std::string restarts =
         std::to_string(in.job.restart_count + 1) + "/" + std::to_string(cap);
@@ -346,7 +361,7 @@ JobDecision Decide(const DecisionInput& in) {
     } else if (!in.job.auto_resume) {
         out.explanation = "autoheal: " + (out.summary.empty() ? "no cause found" : out.summary) +
                           "; not requeued: the job did not ask for --auto-resume";
-    } else if (out.cause == "user_error") {
+    } else if (IsJobsOwn(out.cause)) {
         out.explanation = "autoheal: not requeued: the job failed by itself (" + out.summary + ")";
     } else if (!infra || !requeue_by_rule) {
         out.explanation = "autoheal: not requeued: " +

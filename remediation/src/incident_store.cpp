@@ -8,6 +8,8 @@
 #include <system_error>
 #include <utility>
 
+#include "autoheal/diag/taxonomy.h"
+
 namespace autoheal::remediation {
 namespace {
 
@@ -586,6 +588,10 @@ Result<std::vector<ActionRow>> IncidentStore::Actions(std::int64_t since,
         r.incident_id = select.Int(1);
         r.time = select.Int(2);
         r.action = select.Text(3);
+        // `resume@<seconds>` rows (written before the catalog had `resume`) read as `resume`.
+        if (diag::ParseAction(r.action) == diag::Action::kResume) {
+            r.action = diag::ToString(diag::Action::kResume);
+        }
         r.target = select.Text(4);
         r.outcome = select.Text(5);
         r.detail = select.Text(6);

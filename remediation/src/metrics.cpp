@@ -5,6 +5,7 @@
 
 #include "autoheal/core/files.h"
 #include "autoheal/remediation/decision.h"
+#include "autoheal/remediation/node_reason.h"
 
 namespace autoheal::remediation {
 namespace {
@@ -27,16 +28,6 @@ class Writer {
 
 std::string Label(const char* key, const std::string& value) {
     return std::string(key) + "=\"" + PromLabel(value) + "\"";
-}
-
-// "autoheal: faulty_gpu gpu=...: ..." -> "faulty_gpu"; "autoheal: lemon: ..." -> "lemon".
-std::string CauseOfReason(const std::string& reason) {
-    std::string rest = reason.substr(std::string(kReasonPrefix).size());
-    const std::size_t start = rest.find_first_not_of(' ');
-    if (start == std::string::npos) return "unknown";
-    rest = rest.substr(start);
-    const std::size_t end = rest.find_first_of(" :");
-    return end == std::string::npos ? rest : rest.substr(0, end);
 }
 
 }  // namespace
@@ -64,7 +55,8 @@ Result<std::string> RenderControllerMetrics(IncidentStore& store,
     if (nodes != nullptr) {
         std::map<std::string, int> held;
         for (const NodeInfo& n : *nodes) {
-            if (n.ReasonIsOurs() && (n.Out() || n.reboot_pending)) ++held[CauseOfReason(n.reason)];
+            if (!n.Out() && !n.reboot_pending) continue;
+            if (auto reason = ParseReason(n.reason)) ++held[std::string(ToString(reason->cause))];
         }
         w.Help("autoheal_nodes_held", "gauge",
                "Nodes autoheal holds out of service (drained, down or rebooting), by cause.");

@@ -3,11 +3,11 @@
 
 namespace autoheal::remediation {
 
-bool NodeInfo::ReasonIsOurs() const { return reason.rfind(kReasonPrefix, 0) == 0; }
+bool NodeInfo::ReasonIsOurs() const { return remediation::ReasonIsOurs(reason); }
 
 Result<SlurmClient::DrainOutcome> SlurmClient::Drain(const std::string& node,
                                                      const std::string& reason) {
-    if (reason.rfind(kReasonPrefix, 0) != 0) {
+    if (!remediation::ReasonIsOurs(reason)) {
         return MakeError(ErrorCode::kInternal,
                          "internal: drain reason must start with 'autoheal:'");
     }
@@ -24,7 +24,7 @@ Result<SlurmClient::DrainOutcome> SlurmClient::Drain(const std::string& node,
 
 Result<SlurmClient::RebootOutcome> SlurmClient::Reboot(const std::string& node,
                                                        const std::string& reason) {
-    if (reason.rfind(kReasonPrefix, 0) != 0) {
+    if (!remediation::ReasonIsOurs(reason)) {
         return MakeError(ErrorCode::kInternal,
                          "internal: reboot reason must start with 'autoheal:'");
     }

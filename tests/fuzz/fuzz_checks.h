@@ -89,7 +89,8 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
 }
 
 inline void CheckDiagnosis(const RuleSet& rules, const Diagnosis& d) {
-    if (autoheal::diag::FindCause(d.cause) == nullptr) Fail("unknown cause '" + d.cause + "'");
+    const autoheal::diag::CauseInfo* cause = autoheal::diag::FindCause(d.cause);
+    if (cause == nullptr || !cause->rules) Fail("cause '" + d.cause + "' in a diagnosis");
     if (!d.rule.empty() && rules.FindRule(d.rule) == nullptr) {
         Fail("diagnosis names rule '" + d.rule + "', which is not in the set");
     }
@@ -98,7 +99,8 @@ inline void CheckDiagnosis(const RuleSet& rules, const Diagnosis& d) {
     }
     std::set<std::string> seen;
     for (const std::string& a : d.actions) {
-        if (autoheal::diag::FindAction(a) == nullptr || a == "none") {
+        const autoheal::diag::ActionInfo* action = autoheal::diag::FindAction(a);
+        if (action == nullptr || !action->plan || action->id == autoheal::diag::Action::kNone) {
             Fail("action '" + a + "' in a plan");
         }
         if (!seen.insert(a).second) Fail("action '" + a + "' twice in a plan");

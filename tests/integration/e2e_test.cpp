@@ -562,7 +562,8 @@ TEST_F(E2E, NodeThatKeepsFailingJobsUnexplainedIsDrainedAsALemon) {
         return ShowNode("node2")["State"].find("DRAIN") != std::string::npos;
     })) << ShowNode("node2")["State"];
     EXPECT_THAT(ShowNode("node2")["Reason"],
-                ::testing::StartsWith("autoheal: lemon: 3 unexplained job failures within 7d"));
+                ::testing::StartsWith("autoheal: lemon failures=3 within=7d rule=lemon-node job="));
+    EXPECT_THAT(ShowNode("node2")["Reason"], HasSubstr("; 3 unexplained job failures within 7d"));
     EXPECT_EQ(Query("SELECT DISTINCT outcome FROM job_runs"),
               std::vector<std::string>{"unexplained"});
 }
@@ -630,7 +631,7 @@ TEST_F(E2E, AdminCommandsShowAndUndoWhatAutohealDid) {
     ASSERT_EQ(status["held"].size(), 1u) << r.out;
     EXPECT_EQ(status["held"][0]["node"], node);
     EXPECT_THAT(status["held"][0]["reason"].get<std::string>(),
-                HasSubstr("autoheal: gpu_hbm_memory"));
+                ::testing::StartsWith("autoheal: gpu_hbm_memory xid=64 gpu=0000:3b:00.0 rule="));
     ASSERT_EQ(status["held"][0]["tickets"].size(), 1u);
     EXPECT_EQ(status["held"][0]["tickets"][0]["kind"], "rma");
     EXPECT_EQ(status["breaker"]["open"], false);
@@ -698,6 +699,13 @@ TEST_F(E2E, AdminCommandsShowAndUndoWhatAutohealDid) {
         << ShowNode(node)["State"];
     EXPECT_THAT(Query("SELECT detail FROM actions WHERE action = 'resume'"),
                 ::testing::ElementsAre(HasSubstr("GPU 0 replaced (by ")));
+    // A second resume is kept too, as `resume` under an admin_resume incident of its own.
+    r = cli({"resume", node, "--reason", "checked again"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("was not out of service"));
+    EXPECT_EQ(Query("SELECT i.cause || '|' || a.outcome FROM actions a JOIN incidents i ON "
+                    "i.id = a.incident_id WHERE a.action = 'resume' ORDER BY a.id"),
+              (std::vector<std::string>{"gpu_hbm_memory|done", "admin_resume|not-out"}));
     r = cli({"status", "--json"});
     EXPECT_EQ(nlohmann::json::parse(r.out)["held"].size(), 0u) << r.out;
 }

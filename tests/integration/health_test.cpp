@@ -75,7 +75,7 @@ TEST(Health, NodeWithFailingGpuNeverRunsTheJob) {
 
     auto node = ShowNode("node1");
     EXPECT_THAT(node["State"], HasSubstr("DRAIN"));
-    EXPECT_THAT(node["Reason"], StartsWith("autoheal: health row-remap gpu=0000:3b:00.0"));
+    EXPECT_THAT(node["Reason"], StartsWith("autoheal: health check=row-remap gpu=0000:3b:00.0; "));
     std::string log = AutohealLog();
     EXPECT_THAT(log, HasSubstr("node=node1 tier=quick verdict=fail"));
 }
@@ -90,7 +90,8 @@ TEST(Health, GpuThatHangsNvmlIsHandledWithinTheBudget) {
     EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
     EXPECT_NE(ShowJob(*id)["NodeList"], "node1");
     auto node = ShowNode("node1");
-    EXPECT_THAT(node["Reason"], StartsWith("autoheal: health nvml: NVML did not answer within"));
+    EXPECT_THAT(node["Reason"],
+                StartsWith("autoheal: health check=nvml; NVML did not answer within"));
     // The prolog on node1 took about the NVML deadline (2 s), far under PrologEpilogTimeout.
     std::smatch m;
     std::string log = AutohealLog();
@@ -156,7 +157,7 @@ TEST(Health, WrongGemmResultIsCaughtByTheCudaChecks) {
     EXPECT_EQ(ShowJob(*id)["JobState"], "COMPLETED");
     EXPECT_NE(ShowJob(*id)["NodeList"], "node1");
     EXPECT_THAT(ShowNode("node1")["Reason"],
-                StartsWith("autoheal: health gemm-bf16 gpu=0000:3b:00.0: GEMM result wrong"));
+                StartsWith("autoheal: health check=gemm-bf16 gpu=0000:3b:00.0; GEMM result wrong"));
 }
 
 TEST(Health, HealthyFakeGpusPassTheQuickTier) {

@@ -157,6 +157,44 @@ TEST(CliRules, PatternsListsEverySignature) {
     EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 40);
 }
 
+TEST(CliRules, CatalogPrintsCausesActionsAndOutcomesWithTheirColumns) {
+    auto r = RunProcess({kCli, "rules", "catalog", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    ASSERT_GE(j["causes"].size(), 20u);
+    const auto& gpu = j["causes"][0];
+    EXPECT_EQ(gpu["name"], "faulty_gpu");
+    EXPECT_EQ(gpu["category"], "gpu");
+    EXPECT_EQ(gpu["infrastructure"], true);
+    EXPECT_EQ(gpu["blame"], "node");
+    EXPECT_EQ(gpu["ticket"], "rma");
+    EXPECT_EQ(gpu["rules"], true);
+    EXPECT_EQ(gpu["title"], "Faulty GPU");
+    bool admin_resume = false;
+    for (const auto& c : j["causes"]) {
+        if (c["name"] == "admin_resume") admin_resume = c["rules"] == false;
+    }
+    EXPECT_TRUE(admin_resume);
+    std::vector<std::string> breaker;
+    for (const auto& a : j["actions"]) {
+        if (a["breaker"] == true) breaker.push_back(a["name"]);
+    }
+    EXPECT_EQ(breaker, (std::vector<std::string>{"drain", "reset_gpu", "reboot"}));
+    EXPECT_EQ(j["actions"][2]["runs"], "node");
+    std::vector<std::string> outcomes;
+    for (const auto& o : j["outcomes"]) outcomes.push_back(o["name"]);
+    EXPECT_THAT(outcomes, ::testing::IsSupersetOf({"done", "already", "admin-owned", "failed",
+                                                   "held", "dry-run", "opened", "logged", "on-node",
+                                                   "raised", "not-out"}));
+    EXPECT_EQ(j["run_outcomes"].size(), 5u);
+
+    auto text = RunProcess({kCli, "rules", "catalog"});
+    EXPECT_EQ(text.exit_code, 0);
+    EXPECT_THAT(text.out, HasSubstr("actions (in plan order)"));
+    EXPECT_THAT(text.out, HasSubstr("NCCL watchdog timeouts"));
+    EXPECT_EQ(RunProcess({kCli, "rules", "catalog", "--yaml"}).exit_code, 2);
+}
+
 TEST(CliConfig, ShippedConfigIsOk) {
     const std::string shipped = std::string(AUTOHEAL_SOURCE_DIR) + "/etc/autoheal.yaml";
     auto r = RunProcess({kCli, "config", "check", shipped});

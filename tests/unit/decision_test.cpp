@@ -74,7 +74,12 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
     EXPECT_THAT(d.culprits, ElementsAre("node2"));
     ASSERT_EQ(d.plans.size(), 1u);
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
-    EXPECT_THAT(d.plans[0].reason, HasSubstr("autoheal: faulty_gpu gpu=0000:3b:00.0"));
+    EXPECT_EQ(d.plans[0].reason,
+              "autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0 "
+              "rule=xid-79-fallen-off-bus job=" +
+                  in_.job.job);
+    EXPECT_EQ(d.plans[0].why.cause, diag::Cause::kFaultyGpu);
+    EXPECT_EQ(d.plans[0].why.incident, std::nullopt);  // the controller knows it, later
     EXPECT_TRUE(d.requeue);
     EXPECT_THAT(d.exclude, ElementsAre("node2"));
     EXPECT_EQ(d.explanation,
@@ -238,8 +243,10 @@ TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
     EXPECT_EQ(d.plans[0].node, "node1");
     EXPECT_EQ(d.plans[0].rule, "lemon-node");
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain"));
-    EXPECT_THAT(d.plans[0].reason,
-                HasSubstr("autoheal: lemon: 3 unexplained job failures within 7d"));
+    EXPECT_EQ(d.plans[0].cause, "lemon");
+    EXPECT_EQ(d.plans[0].reason,
+              "autoheal: lemon failures=3 within=7d rule=lemon-node job=" + in_.job.job +
+                  "; 3 unexplained job failures within 7d; deep checks needed");
     EXPECT_FALSE(d.requeue);  // nothing says the infrastructure failed
 
     in_.unexplained_failures = {{"node1", 1}};  // the second one only

@@ -2,9 +2,12 @@
 """schema/rules.schema.json against the rule loader.
 
 - the schema is a valid draft-07 schema and accepts every shipped file in etc/rules.d;
-- its cause and action enums, and the keys it allows on items, conditions and escalation
-  steps, are the lists the loader itself prints in its error messages (`autoheal rules check
-  --json` on a probe file), so the schema fails this test when the code's lists change;
+- its cause and action enums, and docs/rules.md's cause table, are what scripts/gen_catalog.py
+  writes from the catalog (`autoheal rules catalog --json`): this test fails when they are out of
+  date (`make catalog` writes them);
+- the keys it allows on items, conditions and escalation steps are the lists the loader itself
+  prints in its error messages (`autoheal rules check --json` on a probe file), so the schema
+  fails this test when the code's lists change;
 - each tests/fixtures/rules-schema/bad-*.yaml is rejected by the schema AND by the loader, and
   each good-*.yaml is accepted by both (loaded after etc/rules.d, as a site file would be).
 
@@ -35,13 +38,6 @@ FIXTURES = os.path.join(SOURCE, "tests", "fixtures", "rules-schema")
 
 # One problem of each kind whose message lists what the loader accepts.
 PROBE = """\
-- rule: probe-cause
-  match: {xid: 79}
-  cause: probe_no_such_cause
-- rule: probe-action
-  match: {xid: 79}
-  cause: faulty_gpu
-  actions: [probe_no_such_action]
 - rule: probe-rule-key
   match: {xid: 79}
   cause: faulty_gpu
@@ -154,6 +150,28 @@ class RulesSchemaTest(unittest.TestCase):
                 self.assertEqual(rc, 0, f"the loader refuses {path}: {out}")
 
 
+class CatalogSyncTest(unittest.TestCase):
+    """The schema's enums and the docs' cause table against the catalog."""
+
+    def test_generated_files_are_up_to_date(self):
+        proc = subprocess.run([sys.executable, os.path.join(SOURCE, "scripts", "gen_catalog.py"),
+                               "--cli", CLI, "--check"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    def test_rules_may_name_exactly_the_schema_causes(self):
+        with open(SCHEMA_PATH, encoding="utf-8") as f:
+            enum = json.load(f)["definitions"]["cause"]["enum"]
+        with tempfile.TemporaryDirectory() as tmp:
+            for cause in enum + ["admin_resume", "lemon", "health"]:
+                probe = os.path.join(tmp, f"{cause}.yaml")
+                with open(probe, "w", encoding="utf-8") as f:
+                    f.write(f"- rule: probe\n  match: {{xid: 79}}\n  cause: {cause}\n")
+                rc, out = rules_check(RULES_DIR, probe)
+                with self.subTest(cause=cause):
+                    self.assertEqual(rc, 0 if cause in enum else 1, out)
+
+
 class SchemaMatchesCodeTest(unittest.TestCase):
     """The loader's own lists, read from its messages, against the schema."""
 
@@ -179,12 +197,6 @@ class SchemaMatchesCodeTest(unittest.TestCase):
 
     def keys(self, definition):
         return set(self.defs[definition]["properties"])
-
-    def test_causes(self):
-        self.assertEqual(self.defs["cause"]["enum"], self.listed(r"known causes: (.*)$"))
-
-    def test_actions(self):
-        self.assertEqual(self.defs["action"]["enum"], self.listed(r"known actions: (.*)$"))
 
     def test_item_keys(self):
         for kind, definition in (("rule", "ruleItem"), ("signature", "signatureItem"),

@@ -116,7 +116,8 @@ std::vector<std::string> NormalizePlan(std::vector<std::string> actions) {
         actions.begin(), actions.end(),
         [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
     actions.erase(std::unique(actions.begin(), actions.end()), actions.end());
-    actions.erase(std::remove(actions.begin(), actions.end(), "none"), actions.end());
+    actions.erase(std::remove(actions.begin(), actions.end(), ToString(Action::kNone)),
+                  actions.end());
     return actions;
 }
 

@@ -389,10 +389,11 @@ std::optional<std::vector<std::string>> Compiler::Actions(const ItemInfo& item,
     }
     std::vector<std::string> actions;
     for (const auto& a : node) {
-        if (!FindAction(a.Scalar())) {
+        const ActionInfo* action = FindAction(a.Scalar());
+        if (action == nullptr || !action->plan) {
             std::string known;
             for (const ActionInfo& info : diag::Actions()) {
-                known += (known.empty() ? "" : ", ") + std::string(info.name);
+                if (info.plan) known += (known.empty() ? "" : ", ") + std::string(info.name);
             }
             Error(item, a, "LOAD_ERR_UNKNOWN_ACTION",
                   "unknown action '" + a.Scalar() + "'; known actions: " + known);
@@ -411,9 +412,14 @@ bool Compiler::Bool(const ItemInfo& item, const YAML::Node& node, const std::str
 }
 
 bool Compiler::CheckCause(const ItemInfo& item, const YAML::Node& node) {
-    if (node.IsScalar() && FindCause(node.Scalar())) return true;
+    if (node.IsScalar()) {
+        const CauseInfo* cause = FindCause(node.Scalar());
+        if (cause != nullptr && cause->rules) return true;
+    }
     std::string known;
-    for (const CauseInfo& c : Causes()) known += (known.empty() ? "" : ", ") + std::string(c.name);
+    for (const CauseInfo& c : Causes()) {
+        if (c.rules) known += (known.empty() ? "" : ", ") + std::string(c.name);
+    }
     Error(item, node, "LOAD_ERR_UNKNOWN_CAUSE",
           "unknown cause '" + (node.IsScalar() ? node.Scalar() : std::string("?")) +
               "'; known causes: " + known);
@@ -447,7 +453,7 @@ void Compiler::CompileRule(const ItemInfo& item) {
     }
     if (CheckCause(item, cause->second)) {
         rule.cause = cause->second.Scalar();
-        rule.requeue = FindCause(rule.cause)->infrastructure;
+        rule.requeue = IsInfrastructure(rule.cause);
     } else {
         ok = false;
     }

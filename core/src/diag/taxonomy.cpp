@@ -5,69 +5,141 @@
 namespace autoheal::diag {
 namespace {
 
-// After Llama 3's Table 5 (root causes of 419 interruptions), plus what a multi-tenant cluster
-// needs (user_error, dependency). See shared FAILURES.md.
-constexpr std::array kCauses{
-    CauseInfo{"faulty_gpu", "gpu", "the GPU failed or left the bus (Xid 79, 8, 143, lost device)",
-              true},
-    CauseInfo{"gpu_hbm_memory", "gpu",
-              "uncorrectable GPU DRAM/HBM error (Xid 48/94/95, ECC, row-remap failure)", true},
-    CauseInfo{"gpu_sram_memory", "gpu", "uncorrectable GPU on-chip SRAM error", true},
-    CauseInfo{"gpu_system_processor", "gpu", "GSP/PMU firmware error or timeout (Xid 62/119/120)",
-              true},
-    CauseInfo{"nvlink", "gpu", "NVLink or NVSwitch error (Xid 74/136/144-150, SXid)", true},
-    CauseInfo{"silent_data_corruption", "gpu", "wrong results from a GPU without an error", true},
-    CauseInfo{"gpu_thermal", "gpu", "GPU thermal slowdown, interface or sensor fault", true},
-    CauseInfo{"network_switch_cable", "network",
-              "fabric link, switch port or cable (IB retry-exceeded, link down)", true},
-    CauseInfo{"nic", "network", "the node's network adapter (HCA missing, firmware, PCIe)", true},
-    CauseInfo{"nccl_timeout", "unknown",
-              "NCCL collective timed out and no root cause was found in the evidence", true},
-    CauseInfo{"host_cpu", "host", "CPU machine check", true},
-    CauseInfo{"host_memory", "host", "host DRAM error (EDAC/MCE memory)", true},
-    CauseInfo{"storage", "storage", "local disk or SSD I/O errors", true},
-    CauseInfo{"io_network", "storage", "shared filesystem (NFS, Lustre, LNet) timeouts", true},
-    CauseInfo{"power_supply", "host", "power supply failure or lost redundancy", true},
-    CauseInfo{"server_chassis", "host", "board, riser, fan or chassis fault", true},
-    CauseInfo{"host_maintenance", "host", "unplanned host maintenance (missed reboot, config)",
-              true},
-    CauseInfo{"dependency", "software",
-              "driver, fabric manager, NCCL or library outside the job (version mismatch, "
-              "service down, config)",
-              true},
-    CauseInfo{"user_error", "software",
-              "the job's own bug: illegal address, out of memory, bad configuration, time limit",
-              false},
-    CauseInfo{"unknown", "unknown", "no evidence names a cause", false},
-};
+#define AUTOHEAL_CAUSE_INFO(id, word, category, infra, blame, unexplained, ticket, rules, title, \
+                            summary)                                                             \
+    CauseInfo{Cause::id,    word,        Category::category, infra,                              \
+              Blame::blame, unexplained, TicketKind::ticket, rules,                              \
+              title,        summary},
+constexpr std::array kCauses{AUTOHEAL_CAUSES(AUTOHEAL_CAUSE_INFO)};
+#undef AUTOHEAL_CAUSE_INFO
 
-constexpr std::array kActions{
-    ActionInfo{"none", "no action", 0},
-    ActionInfo{"drain", "drain the node so no new job lands on it", 1},
-    ActionInfo{"reset_gpu", "reset the GPU (nvidia-smi -r) once the node is idle", 2},
-    ActionInfo{"reboot", "reboot the node (scontrol reboot ASAP nextstate=resume)", 3},
-    ActionInfo{"rma_ticket", "open a hardware (RMA) ticket for the part", 4},
-    ActionInfo{"network_ticket", "open a network ticket for the link, cable or switch port", 5},
-    ActionInfo{"notify", "tell the admins; change nothing", 6},
-};
+// `order` is filled from the position in the table.
+#define AUTOHEAL_ACTION_INFO(id, word, plan, runs, takes_out, breaker, ticket, summary) \
+    ActionInfo{Action::id,         word,    plan, Place::runs, takes_out, breaker,      \
+               TicketKind::ticket, summary, 0},
+constexpr auto kActions = [] {
+    std::array actions{AUTOHEAL_ACTIONS(AUTOHEAL_ACTION_INFO)};
+    for (std::size_t i = 0; i < actions.size(); ++i) actions[i].order = static_cast<int>(i);
+    return actions;
+}();
+#undef AUTOHEAL_ACTION_INFO
+
+#define AUTOHEAL_OUTCOME_INFO(id, word, summary) OutcomeInfo{Outcome::id, word, summary},
+constexpr std::array kOutcomes{AUTOHEAL_OUTCOMES(AUTOHEAL_OUTCOME_INFO)};
+#undef AUTOHEAL_OUTCOME_INFO
+
+#define AUTOHEAL_RUN_OUTCOME_INFO(id, word, interruption, summary) \
+    RunOutcomeInfo{RunOutcome::id, word, interruption, summary},
+constexpr std::array kRunOutcomes{AUTOHEAL_RUN_OUTCOMES(AUTOHEAL_RUN_OUTCOME_INFO)};
+#undef AUTOHEAL_RUN_OUTCOME_INFO
+
+// Each table is indexed by its enum: the enum and the table come from the same lines.
+template <typename Table>
+constexpr bool IndexedById(const Table& table) {
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        if (static_cast<std::size_t>(table[i].id) != i) return false;
+    }
+    return true;
+}
+static_assert(IndexedById(kCauses) && IndexedById(kActions) && IndexedById(kOutcomes) &&
+              IndexedById(kRunOutcomes));
+
+#define AUTOHEAL_WORD(id, word, ...) word,
+constexpr std::string_view kCategoryWords[] = {AUTOHEAL_CATEGORIES(AUTOHEAL_WORD)};
+constexpr std::string_view kBlameWords[] = {AUTOHEAL_BLAMES(AUTOHEAL_WORD)};
+constexpr std::string_view kTicketWords[] = {AUTOHEAL_TICKETS(AUTOHEAL_WORD)};
+constexpr std::string_view kPlaceWords[] = {AUTOHEAL_PLACES(AUTOHEAL_WORD)};
+#undef AUTOHEAL_WORD
+#define AUTOHEAL_TITLE(id, word, title) title,
+constexpr std::string_view kCategoryTitles[] = {AUTOHEAL_CATEGORIES(AUTOHEAL_TITLE)};
+#undef AUTOHEAL_TITLE
+
+template <typename Table>
+auto Find(const Table& table, std::string_view name) -> decltype(&table[0]) {
+    for (const auto& entry : table) {
+        if (entry.name == name) return &entry;
+    }
+    return nullptr;
+}
+
+template <typename Table>
+auto Parse(const Table& table, std::string_view name) -> std::optional<decltype(table[0].id)> {
+    if (const auto* entry = Find(table, name)) return entry->id;
+    return std::nullopt;
+}
 
 }  // namespace
 
 std::span<const CauseInfo> Causes() { return kCauses; }
 std::span<const ActionInfo> Actions() { return kActions; }
+std::span<const OutcomeInfo> Outcomes() { return kOutcomes; }
+std::span<const RunOutcomeInfo> RunOutcomes() { return kRunOutcomes; }
 
-const CauseInfo* FindCause(std::string_view name) {
-    for (const CauseInfo& c : kCauses) {
-        if (c.name == name) return &c;
-    }
-    return nullptr;
+const CauseInfo& Info(Cause cause) { return kCauses[static_cast<std::size_t>(cause)]; }
+const ActionInfo& Info(Action action) { return kActions[static_cast<std::size_t>(action)]; }
+const OutcomeInfo& Info(Outcome outcome) { return kOutcomes[static_cast<std::size_t>(outcome)]; }
+const RunOutcomeInfo& Info(RunOutcome outcome) {
+    return kRunOutcomes[static_cast<std::size_t>(outcome)];
 }
 
-const ActionInfo* FindAction(std::string_view name) {
-    for (const ActionInfo& a : kActions) {
-        if (a.name == name) return &a;
+std::string_view ToString(Category c) { return kCategoryWords[static_cast<std::size_t>(c)]; }
+std::string_view Title(Category c) { return kCategoryTitles[static_cast<std::size_t>(c)]; }
+std::string_view ToString(Blame b) { return kBlameWords[static_cast<std::size_t>(b)]; }
+std::string_view ToString(TicketKind t) { return kTicketWords[static_cast<std::size_t>(t)]; }
+std::string_view ToString(Place p) { return kPlaceWords[static_cast<std::size_t>(p)]; }
+std::string_view ToString(Cause cause) { return Info(cause).name; }
+std::string_view ToString(Action action) { return Info(action).name; }
+std::string_view ToString(Outcome outcome) { return Info(outcome).name; }
+std::string_view ToString(RunOutcome outcome) { return Info(outcome).name; }
+
+std::optional<Cause> ParseCause(std::string_view name) { return Parse(kCauses, name); }
+
+std::optional<Action> ParseAction(std::string_view name) {
+    constexpr std::string_view kLegacyResume = "resume@";
+    if (name.substr(0, kLegacyResume.size()) == kLegacyResume &&
+        name.size() > kLegacyResume.size() &&
+        name.find_first_not_of("0123456789", kLegacyResume.size()) == std::string_view::npos) {
+        return Action::kResume;
     }
-    return nullptr;
+    return Parse(kActions, name);
+}
+
+std::optional<Outcome> ParseOutcome(std::string_view name) { return Parse(kOutcomes, name); }
+std::optional<RunOutcome> ParseRunOutcome(std::string_view name) {
+    return Parse(kRunOutcomes, name);
+}
+
+const CauseInfo* FindCause(std::string_view name) { return Find(kCauses, name); }
+const ActionInfo* FindAction(std::string_view name) { return Find(kActions, name); }
+
+bool IsInfrastructure(std::string_view cause) {
+    const CauseInfo* info = FindCause(cause);
+    return info != nullptr && info->infrastructure;
+}
+
+Blame BlameOf(std::string_view cause) {
+    const CauseInfo* info = FindCause(cause);
+    return info != nullptr ? info->blame : Blame::kNobody;
+}
+
+bool IsUnexplained(std::string_view cause) {
+    const CauseInfo* info = FindCause(cause);
+    return info != nullptr && info->unexplained;
+}
+
+bool IsNetworkCause(std::string_view cause) {
+    const CauseInfo* info = FindCause(cause);
+    return info != nullptr && info->category == Category::kNetwork;
+}
+
+bool CountsAgainstBreaker(std::string_view action) {
+    const ActionInfo* info = FindAction(action);
+    return info != nullptr && info->breaker;
+}
+
+TicketKind TicketOf(std::string_view action) {
+    const ActionInfo* info = FindAction(action);
+    return info != nullptr ? info->ticket : TicketKind::kNone;
 }
 
 }  // namespace autoheal::diag

@@ -33,6 +33,7 @@
 #include "autoheal/diag/scanner.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/node_actions.h"
+#include "autoheal/remediation/node_reason.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -69,8 +70,12 @@ struct NodePlan {
     std::string cause;
     std::string rule;
     std::vector<std::string> actions;  // in plan order; drain/reboot/reset_gpu/rma_ticket/...
-    std::string reason;                // "autoheal: faulty_gpu gpu=...: <evidence>"
-    std::vector<std::string> held;     // actions the breaker or the correlation held back
+    // The node reason, typed and formatted (node_reason.h). The decision is made before the
+    // incidents are recorded, so neither carries inc=: the controller sets why.incident to the
+    // node's incident and drains with FormatReason(why).
+    NodeReason why;
+    std::string reason;  // FormatReason(why): "autoheal: faulty_gpu xid=79 gpu=... rule=... job=N"
+    std::vector<std::string> held;  // actions the breaker or the correlation held back
 };
 
 struct SwitchIncident {

@@ -16,10 +16,9 @@
 #include <vector>
 
 #include "autoheal/core/result.h"
+#include "autoheal/remediation/node_reason.h"
 
 namespace autoheal::remediation {
-
-inline constexpr const char* kReasonPrefix = "autoheal:";
 
 struct NodeInfo {
     std::string name;
