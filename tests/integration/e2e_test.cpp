@@ -258,7 +258,20 @@ void ResetCluster() {
     }();
     ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(90)))
         << "an autoheal epilog of the cluster still runs after 90 s";
-    fs::remove(StateDir() + "/quarantine.json");
+    // The job_submit plugin rereads the quarantine every 2 s: the next scenario's jobs must not
+    // be steered by this one's quarantine, so wait until slurmctld has published a policy
+    // without it.
+    if (fs::remove(StateDir() + "/quarantine.json")) {
+        ASSERT_TRUE(WaitUntil(
+            [] {
+                const std::string log = ReadFile(ClusterDir() + "/log/slurmctld.log");
+                const auto at = log.rfind("autoheal: job_submit: policy loaded:");
+                return at != std::string::npos &&
+                       log.find(" quarantined=0 ", at) < log.find('\n', at);
+            },
+            std::chrono::seconds(15)))
+            << "slurmctld did not reload the policy without the quarantine";
+    }
     fs::remove(StateDir() + "/incidents.sqlite");
     fs::remove(StateDir() + "/incidents.sqlite-wal");
     fs::remove(StateDir() + "/incidents.sqlite-shm");
