@@ -56,8 +56,8 @@ void CheckScannerAgrees(std::string_view text, const autoheal::Config& c) {
     if (scanned->state_dir != c.state_dir) Fail("the scanner read another state_dir");
     const YAML::Node root = YAML::Load(std::string(text));
     int cap = 10;
-    const YAML::Node policy = root["policy"];
-    if (policy.IsMap() && policy["max_auto_resume"]) {
+    const YAML::Node policy = root.IsMap() ? root["policy"] : YAML::Node();
+    if (policy && policy.IsMap() && policy["max_auto_resume"]) {
         YAML::convert<int>::decode(policy["max_auto_resume"], cap);
     }
     if (cap != scanned->policy.max_auto_resume) Fail("the scanner read another max_auto_resume");
