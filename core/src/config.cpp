@@ -14,45 +14,10 @@
 namespace autoheal {
 namespace {
 
-constexpr std::size_t kMaxConfigBytes = 1 << 20;
-
 std::string Where(std::string_view source, const YAML::Mark& mark) {
     // yaml-cpp marks are 0-based; people count from 1.
     return std::string(source) + ":" + std::to_string(mark.line + 1) + ":" +
            std::to_string(mark.column + 1);
-}
-
-// The `policy:` section. Strict like the rest: unknown keys and bad values name the place.
-Result<PolicySettings> ParsePolicy(const YAML::Node& section, std::string_view source) {
-    PolicySettings policy;
-    if (section.IsNull()) return policy;  // `policy:` with nothing under it
-    if (!section.IsMap()) {
-        return MakeError(Where(source, section.Mark()) +
-                         ": policy: expected a mapping of settings");
-    }
-    for (const auto& item : section) {
-        const std::string key = item.first.as<std::string>();
-        const YAML::Node& value = item.second;
-        if (key == "max_auto_resume") {
-            int n = 0;
-            if (!value.IsScalar() || !YAML::convert<int>::decode(value, n) || n < 0 || n > 100) {
-                return MakeError(Where(source, value.Mark()) +
-                                 ": policy.max_auto_resume: expected a whole number from 0 to 100");
-            }
-            policy.max_auto_resume = n;
-        } else if (key == "quarantine_file") {
-            std::string s = value.IsScalar() ? value.as<std::string>() : std::string();
-            if (s.empty() || s.front() != '/') {
-                return MakeError(Where(source, value.Mark()) +
-                                 ": policy.quarantine_file: expected an absolute path");
-            }
-            policy.quarantine_file = s;
-        } else {
-            return MakeError(Where(source, item.first.Mark()) + ": unknown setting 'policy." + key +
-                             "'");
-        }
-    }
-    return policy;
 }
 
 }  // namespace
@@ -66,11 +31,18 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
     } catch (const YAML::Exception& e) {
         return MakeError(Where(source_name, e.mark) + ": " + e.msg);
     }
-    // The default quarantine file follows state_dir, which may come after `policy:`.
-    auto finish = [&config]() -> Result<Config> {
-        if (config.policy.quarantine_file.empty()) {
-            config.policy.quarantine_file = config.state_dir + "/quarantine.json";
+    // state_dir, `policy:` and health.allow_off are read by the job_submit plugin's scanner:
+    // the policy comes from it, and what this parser read must be what the plugins read.
+    auto finish = [&config, text, source_name]() -> Result<Config> {
+        auto scanned = ScanSubmitSettings(text, source_name);
+        if (!scanned) return scanned.status();
+        if (scanned->state_dir != config.state_dir) {
+            return MakeError(ErrorCode::kInternal, std::string(source_name) +
+                                                       ": state_dir: the plugins' scanner read '" +
+                                                       scanned->state_dir + "', the YAML parser '" +
+                                                       config.state_dir + "'");
         }
+        config.policy = scanned->policy;
         return config;
     };
     if (root.IsNull()) return finish();  // an empty file means all defaults
@@ -96,12 +68,7 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
                 (key == "health" ? config.health : config.remediation) = value;
                 continue;
             }
-            if (key == "policy") {
-                auto policy = ParsePolicy(value, source_name);
-                if (!policy) return MakeError(policy.error());
-                config.policy = std::move(policy).value();
-                continue;
-            }
+            if (key == "policy") continue;  // read with state_dir below, as the plugin does
             const auto choice = kChoices.find(key);
             if (key == "log_file" || key == "state_dir" || choice != kChoices.end()) {
                 if (!value.IsScalar()) {
@@ -136,23 +103,6 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
     }
     return finish();
 }
-
-namespace {
-
-Result<std::string> ReadConfigText(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return MakeError(path + ": cannot open");
-    std::string text;
-    text.resize(kMaxConfigBytes + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes) {
-        return MakeError(path + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
-    }
-    return text;
-}
-
-}  // namespace
 
 Result<Config> LoadConfigFile(const std::string& path) {
     auto text = ReadConfigText(path);

@@ -33,11 +33,6 @@ bool Contains(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::string YamlWhere(const std::string& source, const YAML::Node& node) {
-    const YAML::Mark m = node.Mark();
-    return source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
 }  // namespace
 
 Result<std::vector<QuarantinedNode>> ParseQuarantineJson(const std::string& text,
@@ -85,27 +80,12 @@ Result<std::vector<QuarantinedNode>> ParseQuarantineJson(const std::string& text
     return nodes;
 }
 
-Result<SubmitPolicy> SubmitPolicyFromConfig(const Config& config,
-                                            std::vector<QuarantinedNode> quarantine) {
+SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
+                                      std::vector<QuarantinedNode> quarantine) {
     SubmitPolicy policy;
-    policy.max_auto_resume = config.policy.max_auto_resume;
+    policy.max_auto_resume = settings.policy.max_auto_resume;
+    policy.allow_health_off = settings.allow_health_off;
     policy.quarantine = std::move(quarantine);
-    try {
-        const YAML::Node& health = config.health;
-        if (health.IsMap()) {
-            const YAML::Node allow_off = health["allow_off"];
-            if (allow_off.IsDefined()) {
-                bool b = true;
-                if (!allow_off.IsScalar() || !YAML::convert<bool>::decode(allow_off, b)) {
-                    return MakeError(YamlWhere(config.source, allow_off) +
-                                     ": health.allow_off: expected true or false");
-                }
-                policy.allow_health_off = b;
-            }
-        }
-    } catch (const YAML::Exception& e) {
-        return MakeError(config.source + ": health.allow_off: " + e.msg);
-    }
     return policy;
 }
 

@@ -122,30 +122,20 @@ TEST(DecideOnModify, RequeueOffIsRefusedForAutoResumeJobsOnly) {
     EXPECT_EQ(DecideOnModify(false, false), "");
 }
 
-TEST(SubmitPolicyFromConfig, ReadsCapAndHealthAllowOff) {
-    auto config =
-        ParseConfig("policy:\n  max_auto_resume: 4\nhealth:\n  allow_off: false\n", "a.yaml");
-    ASSERT_TRUE(config.ok()) << config.error();
-    auto p = SubmitPolicyFromConfig(*config, {{"node1", kNow, "r"}});
-    ASSERT_TRUE(p.ok()) << p.error();
-    EXPECT_EQ(p->max_auto_resume, 4);
-    EXPECT_FALSE(p->allow_health_off);
-    EXPECT_EQ(p->quarantine.size(), 1u);
+TEST(SubmitPolicyFromSettings, ReadsCapAndHealthAllowOff) {
+    auto settings = ScanSubmitSettings(
+        "policy:\n  max_auto_resume: 4\nhealth:\n  allow_off: false\n", "a.yaml");
+    ASSERT_TRUE(settings.ok()) << settings.error();
+    SubmitPolicy p = SubmitPolicyFromSettings(*settings, {{"node1", kNow, "r"}});
+    EXPECT_EQ(p.max_auto_resume, 4);
+    EXPECT_FALSE(p.allow_health_off);
+    EXPECT_EQ(p.quarantine.size(), 1u);
 
-    config = ParseConfig("health:\n  default_tier: quick\n", "a.yaml");
-    ASSERT_TRUE(config.ok()) << config.error();
-    p = SubmitPolicyFromConfig(*config, {});
-    ASSERT_TRUE(p.ok()) << p.error();
-    EXPECT_TRUE(p->allow_health_off);
-    EXPECT_EQ(p->max_auto_resume, 10);
-}
-
-TEST(SubmitPolicyFromConfig, BadAllowOffIsLocated) {
-    auto config = ParseConfig("health:\n  allow_off: sometimes\n", "h.yaml");
-    ASSERT_TRUE(config.ok()) << config.error();
-    auto p = SubmitPolicyFromConfig(*config, {});
-    ASSERT_FALSE(p.ok());
-    EXPECT_THAT(p.error(), StartsWith("h.yaml:2:14: health.allow_off: expected true or false"));
+    settings = ScanSubmitSettings("health:\n  default_tier: quick\n", "a.yaml");
+    ASSERT_TRUE(settings.ok()) << settings.error();
+    p = SubmitPolicyFromSettings(*settings, {});
+    EXPECT_TRUE(p.allow_health_off);
+    EXPECT_EQ(p.max_auto_resume, 10);
 }
 
 // A fresh folder per test, removed afterwards.

@@ -3,9 +3,10 @@
 //
 // Threads and locks: job_submit() and job_modify() run under slurmctld's locks, so they do no
 // file I/O at all. They read one immutable SubmitPolicy through an atomic shared_ptr. The policy
-// is built from autoheal.yaml and the quarantine file by init() and then by one background
-// thread that polls both files' stat every 2 s and swaps in a new policy when one changed. A
-// broken file keeps the last good policy and is logged once per change. fini() stops the thread
+// is built from autoheal.yaml (read by core's scanner, config_scan.h: no YAML library in
+// slurmctld) and the quarantine file by init() and then by one background thread that polls
+// both files' stat every 2 s and swaps in a new policy when one changed. A broken file keeps
+// the last good policy and is logged once per change. fini() stops the thread
 // through a condition variable, so reconfigure and shutdown never wait more than one reload.
 //
 // Every entry point fails open: an internal error leaves the job as the user submitted it.
@@ -34,7 +35,7 @@ extern "C" {
 #include "src/slurmctld/slurmctld.h"
 }
 
-#include "autoheal/core/config.h"
+#include "autoheal/core/config_scan.h"
 #include "autoheal/core/job_options.h"
 #include "autoheal/core/submit_policy.h"
 #include "c_guard.h"
@@ -107,11 +108,11 @@ class PolicyReloader {
     void Reload() {
         bool changed = false;
         const FileStamp config_stamp = StampOf(config_path_);
-        if (!config_ || !(config_stamp == config_stamp_)) {
+        if (!settings_ || !(config_stamp == config_stamp_)) {
             config_stamp_ = config_stamp;
             changed = LoadConfig(config_stamp.exists) || changed;
         }
-        const std::string& quarantine_path = config_->policy.quarantine_file;
+        const std::string& quarantine_path = settings_->policy.quarantine_file;
         const FileStamp quarantine_stamp = StampOf(quarantine_path);
         if (quarantine_path != quarantine_path_ || !(quarantine_stamp == quarantine_stamp_)) {
             quarantine_path_ = quarantine_path;
@@ -126,10 +127,8 @@ class PolicyReloader {
             }
         }
         if (!changed) return;
-        // LoadConfig() already checked that this succeeds for config_.
-        auto policy = SubmitPolicyFromConfig(*config_, quarantine_);
-        if (!policy) return;
-        auto next = std::make_shared<const SubmitPolicy>(std::move(policy).value());
+        auto next =
+            std::make_shared<const SubmitPolicy>(SubmitPolicyFromSettings(*settings_, quarantine_));
         info(
             "autoheal: job_submit: policy loaded: max_auto_resume=%d allow_health_off=%s "
             "quarantined=%zu config=%s quarantine_file=%s",
@@ -165,31 +164,25 @@ class PolicyReloader {
     }
 
   private:
-    // Returns whether config_ changed. A missing file means the defaults; a broken one keeps
-    // the previous settings.
+    // Returns whether settings_ changed. A missing file means the defaults; a broken one keeps
+    // the previous settings (the defaults when there are none yet).
     bool LoadConfig(bool exists) {
         if (!exists) {
             info("autoheal: job_submit: config: %s not found: using the defaults",
                  config_path_.c_str());
         }
-        Result<Config> config = exists ? LoadConfigFile(config_path_)
-                                       : ParseConfig("", config_path_ + " (missing, defaults)");
-        if (config) {
-            // health.allow_off is checked here so a bad value keeps the previous settings too.
-            auto check = SubmitPolicyFromConfig(config.value(), {});
-            if (check) {
-                config_ = std::make_unique<Config>(std::move(config).value());
-                return true;
-            }
-            config = MakeError(check.error());
+        Result<SubmitSettings> settings = LoadSubmitSettings(config_path_);
+        if (settings) {
+            settings_ = std::move(settings).value();
+            return true;
         }
-        if (!config_) {
-            config_ = std::make_unique<Config>(ParseConfig("", config_path_).value());
-            error("autoheal: job_submit: config: %s: using the defaults", config.error().c_str());
+        if (!settings_) {
+            settings_ = ScanSubmitSettings("", config_path_).value();
+            error("autoheal: job_submit: config: %s: using the defaults", settings.error().c_str());
             return true;
         }
         error("autoheal: job_submit: config: %s: keeping the previous policy",
-              config.error().c_str());
+              settings.error().c_str());
         return false;
     }
 
@@ -212,7 +205,7 @@ class PolicyReloader {
 
     const std::string config_path_;
     // Owned by the thread that calls Reload().
-    std::unique_ptr<Config> config_;
+    std::optional<SubmitSettings> settings_;
     FileStamp config_stamp_;
     std::string quarantine_path_;
     FileStamp quarantine_stamp_;

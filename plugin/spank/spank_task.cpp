@@ -17,7 +17,7 @@
 #include <string>
 
 #include "autoheal/core/checkpoint.h"
-#include "autoheal/core/config.h"
+#include "autoheal/core/config_scan.h"
 #include "autoheal/core/files.h"
 #include "autoheal/core/resume_record.h"
 #include "spank_state.h"

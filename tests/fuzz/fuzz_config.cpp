@@ -1,16 +1,18 @@
 // libFuzzer target: autoheal.yaml, end to end through every section parser.
 //
-// Per input: ParseConfig (core/config.h); when it parses, the `health:` section through
-// ParseHealthConfig, SubmitPolicyFromConfig (policy + health.allow_off, what the job_submit
-// plugin builds inside slurmctld), the `remediation:` section through ParseRemediationConfig and
-// its `tickets:` through ParseTicketConfig. Findings (libFuzzer reports each as a crash):
+// Per input: ParseConfig (core/config.h) and ScanSubmitSettings (core/config_scan.h, what the
+// plugins read without yaml-cpp); when it parses, the `health:` section through
+// ParseHealthConfig, the `remediation:` section through ParseRemediationConfig and its
+// `tickets:` through ParseTicketConfig. Findings (libFuzzer reports each as a crash):
 //   - any crash, leak, undefined behaviour or exception escaping a parser (each promises an
 //     error naming file:line:column instead);
 //   - an error that does not start with the file's name;
 //   - an accepted config whose values break the documented ranges: relative paths, an unknown
 //     log word, max_auto_resume outside 0..100, a non-finite or out-of-range number (the
 //     programs turn these into durations and integer milliseconds);
-//   - a result that differs between two parses of the same text.
+//   - a result that differs between two parses of the same text;
+//   - a text ParseConfig accepts whose state_dir, policy or health.allow_off the scanner reads
+//     differently from yaml-cpp (so the job_submit plugin would apply another policy).
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -20,7 +22,7 @@
 #include <string_view>
 
 #include "autoheal/core/config.h"
-#include "autoheal/core/submit_policy.h"
+#include "autoheal/core/config_scan.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/tickets.h"
@@ -45,6 +47,25 @@ void CheckAbsolute(const std::string& what, const std::string& path) {
 
 void CheckFinite(const std::string& what, double v, double lo, double hi) {
     if (!std::isfinite(v) || v < lo || v > hi) Fail(what + " out of range: " + std::to_string(v));
+}
+
+// ParseConfig takes the policy from the scanner: check it against yaml-cpp's own reading.
+void CheckScannerAgrees(std::string_view text, const autoheal::Config& c) {
+    auto scanned = autoheal::ScanSubmitSettings(text, kSource);
+    if (!scanned) Fail("ParseConfig accepted what the scanner refuses: " + scanned.error());
+    if (scanned->state_dir != c.state_dir) Fail("the scanner read another state_dir");
+    const YAML::Node root = YAML::Load(std::string(text));
+    int cap = 10;
+    const YAML::Node policy = root.IsMap() ? root["policy"] : YAML::Node();
+    if (policy && policy.IsMap() && policy["max_auto_resume"]) {
+        YAML::convert<int>::decode(policy["max_auto_resume"], cap);
+    }
+    if (cap != scanned->policy.max_auto_resume) Fail("the scanner read another max_auto_resume");
+    bool allow_off = true;
+    if (c.health.IsMap() && c.health["allow_off"]) {
+        YAML::convert<bool>::decode(c.health["allow_off"], allow_off);
+    }
+    if (allow_off != scanned->allow_health_off) Fail("the scanner read another health.allow_off");
 }
 
 }  // namespace
@@ -77,11 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         Fail("two parses give different settings");
     }
 
-    if (auto policy = autoheal::SubmitPolicyFromConfig(c, {})) {
-        if (policy->max_auto_resume != c.policy.max_auto_resume) Fail("policy cap not carried");
-    } else {
-        CheckError("SubmitPolicyFromConfig", policy.error());
-    }
+    CheckScannerAgrees(text, c);
 
     if (auto health = autoheal::health::ParseHealthConfig(c.health, c.source)) {
         CheckFinite("health.quick_budget_seconds", health->quick_budget_seconds, 0, 1e6);

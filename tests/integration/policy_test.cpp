@@ -1,12 +1,13 @@
 // The job_submit plugin's cluster policy on the real local cluster: start.sh's autoheal.yaml
 // caps --auto-resume at 5 (the SPANK plugin allows 10), the quarantine file (state_dir's
 // default, quarantine.json) is reloaded within a few seconds without restarting slurmctld, a
-// broken quarantine file keeps the previous policy, and an auto-resume job cannot be made
-// non-requeueable with scontrol update.
+// broken quarantine file or autoheal.yaml keeps the previous policy, and an auto-resume job
+// cannot be made non-requeueable with scontrol update.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,15 @@ constexpr auto kReloadLimit = std::chrono::seconds(8);
 std::string QuarantinePath() { return ClusterDir() + "/state/autoheal/quarantine.json"; }
 
 std::string SlurmctldLog() { return ReadFile(ClusterDir() + "/log/slurmctld.log"); }
+
+std::string ConfigPath() { return ClusterDir() + "/etc/autoheal/autoheal.yaml"; }
+
+// Replaces autoheal.yaml by rename, as a config manager would.
+void WriteConfig(const std::string& text) {
+    const std::string tmp = ConfigPath() + ".test-tmp";
+    std::ofstream(tmp) << text;
+    std::filesystem::rename(tmp, ConfigPath());
+}
 
 std::size_t CountOf(const std::string& text, const std::string& needle) {
     std::size_t n = 0;
@@ -146,6 +156,49 @@ TEST_F(PolicyTest, BrokenQuarantineFileKeepsThePreviousPolicy) {
     // A good file again is taken.
     SetQuarantine(QuarantineOf("node4", 3600));
     EXPECT_TRUE(WaitForExcNodeList({}, "node4")) << SlurmctldLog();
+}
+
+// The plugin reads autoheal.yaml without yaml-cpp (core/config_scan.h): a changed cap is taken,
+// a file it refuses (here a flow mapping) is logged and the previous cap stays.
+TEST_F(PolicyTest, BrokenConfigKeepsThePreviousPolicy) {
+    const std::string original = ReadFile(ConfigPath());
+    const std::string cap_line = "  max_auto_resume: 5\n";
+    const std::size_t at = original.find("policy:\n" + cap_line);
+    ASSERT_NE(at, std::string::npos) << original;
+    std::string three = original;
+    three.replace(at + 8, cap_line.size(), "  max_auto_resume: 3   # lowered\n");
+    std::string broken = original;
+    broken.replace(at, 8 + cap_line.size(), "policy: {max_auto_resume: 7}\n");
+    struct Restore {
+        std::string text;
+        ~Restore() { WriteConfig(text); }
+    } restore{original};
+
+    auto refused_with = [&](const std::string& cap) {
+        CommandResult r;
+        auto id = SubmitHeld({"--auto-resume=4"}, &r);
+        return !id && r.err.find("cluster allows (" + cap + ")") != std::string::npos;
+    };
+    WriteConfig(three);
+    ASSERT_TRUE(WaitUntil([&] { return refused_with("3"); }, kReloadLimit)) << SlurmctldLog();
+
+    const auto line = std::count(original.begin(), original.begin() + at, '\n') + 1;
+    const std::string complaint = "autoheal: job_submit: config: " + ConfigPath() + ":" +
+                                  std::to_string(line) +
+                                  ":9: policy: expected a mapping of settings";
+    WriteConfig(broken);
+    ASSERT_TRUE(WaitUntil([&] { return SlurmctldLog().find(complaint) != std::string::npos; },
+                          kReloadLimit))
+        << SlurmctldLog();
+    EXPECT_THAT(SlurmctldLog(),
+                HasSubstr("(found a flow collection): keeping the previous policy"));
+    EXPECT_TRUE(refused_with("3"));
+
+    WriteConfig(original);
+    CommandResult r;
+    EXPECT_TRUE(
+        WaitUntil([&] { return SubmitHeld({"--auto-resume=5"}, &r).has_value(); }, kReloadLimit))
+        << r.err;
 }
 
 TEST_F(PolicyTest, AutoResumeJobCannotBeMadeNonRequeueable) {

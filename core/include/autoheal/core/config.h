@@ -9,19 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "autoheal/core/config_scan.h"
 #include "autoheal/core/result.h"
 
 namespace autoheal {
-
-inline constexpr const char* kDefaultStateDir = "/var/lib/autoheal";
-
-// The `policy:` section: cluster policy applied by the job_submit plugin at submit time.
-struct PolicySettings {
-    int max_auto_resume = 10;  // the most requeues a job may ask for with --auto-resume (0..100)
-    // Nodes autoheal keeps new jobs away from (JSON, see submit_policy.h). After ParseConfig
-    // it is always set: `<state_dir>/quarantine.json` unless the file names another.
-    std::string quarantine_file;
-};
 
 struct Config {
     std::string source;  // where it was read from, for messages
@@ -31,7 +22,7 @@ struct Config {
     std::string log_format = "text";  // text | json (one JSON object per line)
     std::string state_dir = kDefaultStateDir;  // prolog snapshots and job records
     YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
-    PolicySettings policy;
+    PolicySettings policy;   // read by ScanSubmitSettings (config_scan.h), the plugin's reader
     YAML::Node remediation;  // the `remediation:` section, parsed by remediation/
                              // (ParseRemediationConfig)
 };
@@ -55,17 +46,7 @@ using ConfigValidator = std::function<std::string(const Config&)>;
 LoadedConfig LoadConfigKeepingLastGood(const std::string& path,
                                        const ConfigValidator& validate = {});
 
-// The state_dir a config file names, read without a YAML parser (the file may be broken, or the
-// reader may be the SPANK plugin inside sbatch): the first top-level `state_dir:` line with an
-// absolute path, quotes and a trailing comment removed. Empty when there is none.
-std::string ScanConfigStateDir(const std::string& path);
-
 // Where the last good config and rules are kept.
 std::string LastGoodDir(const std::string& state_dir);
-
-// The config file a program uses: $AUTOHEAL_CONFIG if set, else <exe_dir>/../etc/autoheal/
-// autoheal.yaml if it exists (a relocated install such as the local test cluster), else
-// /etc/autoheal/autoheal.yaml. `exe_path` is the program's own path (/proc/self/exe).
-std::string FindConfigPath(const char* env_value, const std::string& exe_path);
 
 }  // namespace autoheal

@@ -1,6 +1,7 @@
 // The cluster policy the job_submit plugin applies at submit time: its data (SubmitPolicy, built
-// from autoheal.yaml and the quarantine file), the pure decision for one job (DecideOnSubmit,
-// DecideOnModify: no I/O, they run under slurmctld's locks), and the quarantine file itself.
+// from autoheal.yaml's SubmitSettings and the quarantine file), the pure decision for one job
+// (DecideOnSubmit, DecideOnModify: no I/O, they run under slurmctld's locks), and the quarantine
+// file itself.
 //
 // The quarantine file is JSON, written by the controller epilog through AddToQuarantine and read
 // by the job_submit plugin's reloader thread:
@@ -16,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "autoheal/core/config.h"
+#include "autoheal/core/config_scan.h"
 #include "autoheal/core/job_options.h"
 #include "autoheal/core/result.h"
 
@@ -37,11 +38,9 @@ struct SubmitPolicy {
     std::vector<QuarantinedNode> quarantine;
 };
 
-// Builds the policy from a parsed config and a quarantine list. Reads `health.allow_off`
-// straight from config.health (core does not depend on health/); a value that is not true or
-// false is an error naming file:line:column.
-Result<SubmitPolicy> SubmitPolicyFromConfig(const Config& config,
-                                            std::vector<QuarantinedNode> quarantine);
+// The policy for the settings read from autoheal.yaml (ScanSubmitSettings) and a quarantine list.
+SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
+                                      std::vector<QuarantinedNode> quarantine);
 
 // What slurmctld knows about the job's placement, node names already expanded.
 struct SubmitContext {
