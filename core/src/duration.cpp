@@ -18,7 +18,7 @@ std::int64_t UnitSeconds(char c) {
         case 'd':
             return 86400;
         case 'w':
-            return 7 * 86400;
+            return 7LL * 86400;
         default:
             return 0;
     }

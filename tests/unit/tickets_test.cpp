@@ -515,7 +515,7 @@ TEST_F(TicketsTest, WebhookDownForAnHourLosesNothingAndDeliversEachOnce) {
 
     HttpServer server({200}, port);
     int delivered = 0;
-    for (std::int64_t t = kNow + 3600; t < kNow + 3 * 3600; t += 60) {
+    for (std::int64_t t = kNow + 3600; t < kNow + 3LL * 3600; t += 60) {
         delivered += Deliver(config, t).delivered;
     }
     EXPECT_EQ(delivered, 2);
@@ -540,7 +540,7 @@ TEST_F(TicketsTest, SpoolOnAFullDiskIsRetriedNotLost) {
     {
         std::ofstream filler(mnt / "filler", std::ios::binary);
         const std::string block(4096, 'x');
-        while (filler.write(block.data(), block.size())) {
+        while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) {
         }
     }
     const TicketConfig config = Config({Spool(mnt / "tickets")});
