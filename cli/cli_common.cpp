@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "autoheal/core/duration.h"
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/remediation_config.h"
 
@@ -86,7 +87,7 @@ std::optional<Args> ParseArgs(const char* command, const std::vector<std::string
 
 std::optional<std::int64_t> ParseSinceOrComplain(const char* command, const std::string& option,
                                                  const std::string& text, std::int64_t now) {
-    if (auto d = remediation::ParseDurationSeconds(text)) return now - *d;
+    if (auto d = ParseDuration(text)) return now - *d;
     std::tm tm{};
     const char* end = strptime(text.c_str(), "%Y-%m-%d", &tm);
     if (end != nullptr && *end == '\0') {
@@ -95,7 +96,7 @@ std::optional<std::int64_t> ParseSinceOrComplain(const char* command, const std:
         if (t != static_cast<std::time_t>(-1)) return static_cast<std::int64_t>(t);
     }
     std::fprintf(stderr,
-                 "autoheal: %s: %s: '%s' is neither a duration (30m, 12h, 7d) nor a date "
+                 "autoheal: %s: %s: '%s' is neither a duration (30m, 12h, 7d, 2w) nor a date "
                  "(2026-11-01)\n",
                  command, option.c_str(), text.c_str());
     return std::nullopt;

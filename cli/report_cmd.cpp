@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "autoheal/core/duration.h"
 #include "autoheal/core/files.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "cli_common.h"
@@ -25,7 +26,7 @@ constexpr const char* kReportUsage =
 std::optional<std::int64_t> DurationOption(const Args& a, const std::string& name,
                                            std::int64_t fallback) {
     if (a.values.count(name) == 0) return fallback;
-    auto d = remediation::ParseDurationSeconds(a.Value(name));
+    auto d = ParseDuration(a.Value(name));
     if (!d || *d <= 0) {
         std::fprintf(stderr, "autoheal: report: %s: '%s' is not a duration (60s, 30m, 1h)\n",
                      name.c_str(), a.Value(name).c_str());

@@ -137,11 +137,11 @@ LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigVali
     if (problem.empty()) {
         out.config = *loaded;
         // Keep a copy for the day the file breaks (best effort: e.g. the folder may not be
-        // writable by this program's user).
+        // writable by this program's user, and the file in use is good, so a failure is ignored).
         const std::string copy = LastGoodDir(out.config.state_dir) + "/autoheal.yaml";
         auto old = ReadSmallFile(copy, kMaxConfigBytes);
         if (!text->empty() && (!old || *old != *text)) {
-            WriteFileAtomically(copy, *text, 0644, 0755);
+            static_cast<void>(WriteFileAtomically(copy, *text, 0644, 0755));
         }
         return out;
     }

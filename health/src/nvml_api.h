@@ -263,7 +263,9 @@ namespace autoheal::health::nvml {
 
 // One pointer per function; nullptr where the loaded library lacks the symbol (older drivers).
 struct Api {
-#define AUTOHEAL_NVML_POINTER(name, ret, params) ret(*name) params = nullptr;
+// `ret` and `params` are a declarator's parts: they cannot be parenthesized.
+#define AUTOHEAL_NVML_POINTER(name, ret, params) \
+    ret(*name) params = nullptr;  // NOLINT(bugprone-macro-parentheses)
     AUTOHEAL_NVML_FUNCTIONS(AUTOHEAL_NVML_POINTER)
 #undef AUTOHEAL_NVML_POINTER
 };

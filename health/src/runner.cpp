@@ -325,9 +325,9 @@ HealthReport RunHealthChecks(const RunRequest& request) {
     const auto nvml_deadline =
         std::min(deadline, start + std::chrono::milliseconds(
                                        static_cast<long long>(config.nvml_timeout_seconds * 1000)));
-    std::vector<Child> nvml{SpawnChild(
-        [&](int fd) { WriteAll(fd, SnapshotToJson(CollectSnapshot(config.nvml_library))); })};
-    WaitForChildren(&nvml, nvml_deadline);
+    const std::vector<Child> nvml = RunInChildren(
+        {[&](int fd) { WriteAll(fd, SnapshotToJson(CollectSnapshot(config.nvml_library))); }},
+        nvml_deadline);
     std::optional<NodeSnapshot> snapshot;
     if (nvml[0].finished) snapshot = SnapshotFromJson(nvml[0].output);
     if (!snapshot) {
@@ -384,15 +384,18 @@ HealthReport RunHealthChecks(const RunRequest& request) {
         }
         // CUDA device d is the d-th allocated GPU (Slurm sets CUDA_VISIBLE_DEVICES to them).
         const int devices = static_cast<int>(gpus.size());
-        std::vector<Child> children;
         std::vector<std::vector<CudaStep>> plans;
+        plans.reserve(gpus.size());
         for (int d = 0; d < devices; ++d) {
             plans.push_back(CudaSteps(request.tier, config, d, devices));
-            const auto& plan = plans.back();
-            children.push_back(
-                SpawnChild([&, d](int fd) { RunCudaSteps(request.cuda_module, d, plan, fd); }));
         }
-        WaitForChildren(&children, deadline);
+        std::vector<std::function<void(int fd)>> works;
+        works.reserve(gpus.size());
+        for (int d = 0; d < devices; ++d) {
+            const auto& plan = plans[static_cast<std::size_t>(d)];
+            works.emplace_back([&, d](int fd) { RunCudaSteps(request.cuda_module, d, plan, fd); });
+        }
+        const std::vector<Child> children = RunInChildren(works, deadline);
         std::vector<CudaOutcome> outcomes;
         for (int d = 0; d < devices; ++d) {
             CudaOutcome o;
@@ -425,9 +428,8 @@ HealthReport RunHealthChecks(const RunRequest& request) {
             for (int d = 0; d < devices; ++d) all.push_back(d);
             const std::vector<CudaStep> step{
                 {"nccl_allreduce", {{"devices", all}, {"bytes", 256 << 20}}}};
-            std::vector<Child> nccl{
-                SpawnChild([&](int fd) { RunCudaSteps(request.cuda_module, 0, step, fd); })};
-            WaitForChildren(&nccl, deadline);
+            const std::vector<Child> nccl = RunInChildren(
+                {[&](int fd) { RunCudaSteps(request.cuda_module, 0, step, fd); }}, deadline);
             report.results.push_back(NcclVerdict(nccl[0]));
         }
     }

@@ -1,46 +1,12 @@
 #include "autoheal/remediation/remediation_config.h"
 
-#include <charconv>
-
+#include "autoheal/core/duration.h"
 #include "autoheal/core/yaml_read.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/remediation/tickets.h"
 
 namespace autoheal::remediation {
 namespace {}  // namespace
-
-Result<std::int64_t> ParseDurationSeconds(const std::string& text) {
-    if (text.empty()) return MakeError("empty duration");
-    std::int64_t unit = 1;
-    std::string digits = text;
-    switch (text.back()) {
-        case 's':
-            unit = 1;
-            digits.pop_back();
-            break;
-        case 'm':
-            unit = 60;
-            digits.pop_back();
-            break;
-        case 'h':
-            unit = 3600;
-            digits.pop_back();
-            break;
-        case 'd':
-            unit = 86400;
-            digits.pop_back();
-            break;
-        default:
-            break;
-    }
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || n < 0 ||
-        n > 3650LL * 86400 / unit) {
-        return MakeError("'" + text + "' is not a duration such as 30s, 10m, 1h or 30d");
-    }
-    return n * unit;
-}
 
 std::string KernelLogFor(const RemediationConfig& config, const std::string& node) {
     std::string out;
@@ -76,7 +42,7 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
             auto duration = [&](const YAML::Node& n, std::int64_t* out) {
                 std::string s;
                 if (!YamlRead(n, &s)) return false;
-                auto d = ParseDurationSeconds(s);
+                auto d = ParseDuration(s);
                 if (!d) return false;
                 *out = *d;
                 return true;
@@ -126,6 +92,11 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
                 }
                 if (argv.empty() || argv.front().empty()) {
                     return bad("a list: program and arguments");
+                }
+                if (argv.front().front() != '/') {
+                    return bad_at(v[0], key,
+                                  "an absolute program path (no shell, no PATH lookup): '" +
+                                      argv.front() + "'");
                 }
                 config.gpu_reset_command = argv;
             } else if (key == "quarantine_hours") {

@@ -2,14 +2,9 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,15 +25,14 @@
 
 #include "autoheal/core/files.h"
 #include "autoheal/core/yaml_read.h"
-
-extern char** environ;
+#include "autoheal/os/subprocess.h"
 
 namespace autoheal::remediation {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::int64_t kMaxRetrySeconds = 30 * 24 * 3600;
+constexpr std::int64_t kMaxRetrySeconds = 30LL * 24 * 3600;
 constexpr double kMaxTimeoutSeconds = 3600;
 constexpr std::size_t kMaxSecretBytes = 4096;
 constexpr std::size_t kMaxSpoolName = 100;
@@ -339,143 +333,26 @@ std::string LastLine(const std::string& output) {
 
 Result<std::string> DeliverCommand(const TicketSinkConfig& sink, const TicketRow& ticket) {
     const std::string who = "command " + sink.name + ": ";
-    if (sink.argv.empty()) return MakeError(who + "no argv");
-    // stdin is a socket pair rather than a pipe so that writing to a command that exited
-    // without reading raises no SIGPIPE in this process (send with MSG_NOSIGNAL).
-    int in[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
-        return MakeError(who + "socketpair: " + ErrnoText(errno));
-    }
-    UniqueFd in_ours(in[0]);
-    UniqueFd in_theirs(in[1]);
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) return MakeError(who + "pipe: " + ErrnoText(errno));
-    UniqueFd out_ours(out[0]);
-    UniqueFd out_theirs(out[1]);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_adddup2(&actions, in_theirs.get(), STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_theirs.get(), STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_theirs.get(), STDERR_FILENO);
-    // Its own process group (killed as a whole on timeout), no blocked signals, default handlers.
-    posix_spawnattr_setflags(
-        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    sigset_t all;
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    posix_spawnattr_setsigdefault(&attr, &all);
-
-    std::vector<char*> args;
-    args.reserve(sink.argv.size() + 1);
-    for (const std::string& a : sink.argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = -1;
-    const int spawn_rc =
-        ::posix_spawn(&pid, sink.argv[0].c_str(), &actions, &attr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    in_theirs.Close();
-    out_theirs.Close();
-    if (spawn_rc != 0) {
-        return MakeError(who + "cannot run " + sink.argv[0] + ": " + ErrnoText(spawn_rc));
-    }
-
-    ::fcntl(in_ours.get(), F_SETFL, ::fcntl(in_ours.get(), F_GETFL) | O_NONBLOCK);
-    ::fcntl(out_ours.get(), F_SETFL, ::fcntl(out_ours.get(), F_GETFL) | O_NONBLOCK);
-    const auto deadline =
-        Clock::now() + std::chrono::milliseconds(static_cast<long>(sink.timeout_seconds * 1000));
-    const std::string& payload = ticket.payload_json;
-    std::size_t written = 0;
-    if (payload.empty()) in_ours.Close();
-    std::string output;
-    auto read_output = [&] {
-        char buffer[4096];
-        while (out_ours.get() >= 0) {
-            const ssize_t n = ::read(out_ours.get(), buffer, sizeof buffer);
-            if (n > 0) {
-                output.append(buffer, static_cast<std::size_t>(n));
-                if (output.size() > 2 * kOutputTail) output.erase(0, output.size() - kOutputTail);
-            } else if (n == 0) {
-                out_ours.Close();
-            } else if (errno != EINTR) {
-                if (errno != EAGAIN && errno != EWOULDBLOCK) out_ours.Close();
-                return;
-            }
-        }
-    };
-
-    int status = 0;
-    bool exited = false;
-    bool timed_out = false;
-    while (true) {
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
-            exited = true;
-            break;
-        }
-        if (r < 0 && errno != EINTR) break;  // not our child any more (reaped elsewhere)
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) {
-            timed_out = true;
-            break;
-        }
-        pollfd fds[2];
-        nfds_t n = 0;
-        if (out_ours.get() >= 0) fds[n++] = {out_ours.get(), POLLIN, 0};
-        if (in_ours.get() >= 0) fds[n++] = {in_ours.get(), POLLOUT, 0};
-        // Short waits: the child's exit is noticed by waitpid, not by a closed pipe (a background
-        // grandchild may keep the pipe open).
-        ::poll(fds, n, static_cast<int>(std::min<long>(left.count(), 20)));
-        read_output();
-        while (in_ours.get() >= 0 && written < payload.size()) {
-            const ssize_t w = ::send(in_ours.get(), payload.data() + written,
-                                     payload.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (w > 0) {
-                written += static_cast<std::size_t>(w);
-            } else if (w < 0 && errno == EINTR) {
-                continue;
-            } else {
-                if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) in_ours.Close();
-                break;
-            }
-        }
-        if (in_ours.get() >= 0 && written == payload.size()) in_ours.Close();  // EOF on stdin
-    }
-    if (timed_out) {
-        ::kill(-pid, SIGKILL);
-        // Reap, bounded: a process stuck in the kernel is left to init.
-        const auto reap_deadline = Clock::now() + std::chrono::seconds(2);
-        while (::waitpid(pid, &status, WNOHANG) == 0 && Clock::now() < reap_deadline) {
-            ::usleep(10 * 1000);
-        }
-    }
-    read_output();
-    const std::string tail = LastLine(output);
-    auto with_tail = [&](std::string message) {
+    if (sink.argv.empty()) return MakeError(ErrorCode::kInvalid, who + "no argv");
+    os::SubprocessSpec spec;
+    spec.argv = sink.argv;
+    spec.input = ticket.payload_json;
+    spec.timeout = std::chrono::milliseconds(static_cast<long>(sink.timeout_seconds * 1000));
+    spec.capture_limit = kOutputTail;
+    spec.keep_tail = true;
+    auto child = os::Subprocess::Start(std::move(spec));
+    if (!child) return MakeError(child.code(), who + child.error());
+    os::Subprocess& running = child.value();
+    const auto exit = running.Wait();
+    const std::string tail = LastLine(running.output());
+    auto with_tail = [&](ErrorCode code, std::string message) {
         if (!tail.empty()) message += ": " + tail;
-        return MakeError(std::move(message));
+        return MakeError(code, std::move(message));
     };
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%g", sink.timeout_seconds);
-    if (timed_out) {
-        return with_tail(who + "timed out after " + seconds + " s (process group killed)");
-    }
-    if (!exited) return MakeError(who + "lost track of process " + std::to_string(pid));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::string("exit 0");
-    if (WIFEXITED(status)) return with_tail(who + "exit " + std::to_string(WEXITSTATUS(status)));
-    if (WIFSIGNALED(status)) {
-        return with_tail(who + "killed by signal " + std::to_string(WTERMSIG(status)));
-    }
-    return with_tail(who + "ended with status " + std::to_string(status));
+    if (!exit) return with_tail(exit.code(), who + exit.error());
+    if (exit->ok()) return std::string("exit 0");
+    // The sink's program refused or failed: the ticket is tried again later.
+    return with_tail(ErrorCode::kUnavailable, who + exit->Describe());
 }
 
 std::string TicketLine(const TicketRow& ticket, const std::string& what) {

@@ -100,6 +100,7 @@ TEST(JobSubmit, BurstOfJobsThroughThePluginsAllAccepted) {
     std::vector<std::vector<std::string>> ids(kSubmitters);
     std::vector<int> failures(kSubmitters, 0);
     std::vector<std::thread> threads;
+    threads.reserve(kSubmitters);
     for (int t = 0; t < kSubmitters; ++t) {
         threads.emplace_back([&, t] {
             for (int i = 0; i < kEach; ++i) {

@@ -77,7 +77,7 @@ TEST_F(CliAdmin, IncidentsFilterAndShowActions) {
     const std::int64_t a = Incident(now - 3600, "10", "node1", "faulty_gpu", "1650000111");
     Incident(now - 3600, "10", "", "faulty_gpu");  // the job's own verdict
     Incident(now - 60, "11", "node2", "nvlink");
-    Incident(now - 30 * 86400, "9", "node1", "faulty_gpu");  // older than the default 7d
+    Incident(now - 30LL * 86400, "9", "node1", "faulty_gpu");  // older than the default 7d
     ASSERT_TRUE(*store_->RecordAction(a, "drain", "node1", "done", "autoheal: faulty_gpu"));
 
     auto r = Cli({"incidents", "--json"});

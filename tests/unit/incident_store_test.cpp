@@ -714,6 +714,7 @@ TEST_F(IncidentStoreTest, AWriterKilledMidTransactionLosesOnlyWhatWasNotCommitte
         auto store = IncidentStore::Open(path_.string());
         if (!store.ok()) _exit(10);
         std::vector<std::string> nodes;
+        nodes.reserve(kNodes);
         for (int n = 0; n < kNodes; ++n) nodes.push_back("n" + std::to_string(n));
         for (int job = 0;; ++job) {
             if ((*store)->RecordJobRun(std::to_string(job), 0, nodes, 1000, "ok").ok()) {

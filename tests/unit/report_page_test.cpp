@@ -136,7 +136,7 @@ class ReportPageTest : public ::testing::Test {
         ASSERT_TRUE(opened.ok()) << opened.error();
         auto& store = *opened.value();
         const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-        const std::int64_t t0 = now - 29 * 24 * kH;
+        const std::int64_t t0 = now - 29LL * 24 * kH;
         struct Failure {
             const char* cause;
             const char* outcome;
@@ -211,7 +211,7 @@ class ReportPageTest : public ::testing::Test {
             remediation::RunRecord r;
             r.job = std::to_string(job++);
             r.nodes = 8 + i % 5;
-            r.start_time = t0 + i * 25 * kH;
+            r.start_time = t0 + static_cast<std::int64_t>(i) * 25 * kH;
             r.end_time = r.start_time + 12 * kH;
             r.decided_at = r.end_time + 5;
             r.outcome = i % 8 == 0 ? "own" : "ok";

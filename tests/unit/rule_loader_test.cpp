@@ -226,17 +226,6 @@ TEST(RuleLoader, ShapeErrorsAreReportedNotThrown) {
     }
 }
 
-TEST(ParseDuration, Units) {
-    EXPECT_EQ(ParseDuration("45s"), 45);
-    EXPECT_EQ(ParseDuration("90m"), 5400);
-    EXPECT_EQ(ParseDuration("12h"), 43200);
-    EXPECT_EQ(ParseDuration("30d"), 30 * 86400);
-    EXPECT_EQ(ParseDuration("2w"), 14 * 86400);
-    EXPECT_EQ(ParseDuration("d"), std::nullopt);
-    EXPECT_EQ(ParseDuration("-1d"), std::nullopt);
-    EXPECT_EQ(ParseDuration("3y"), std::nullopt);
-}
-
 // A rule file broken while being edited: the programs use the last good rules and say why.
 TEST(RuleFiles, BrokenRulesFallBackToTheLastGoodCopy) {
     namespace fs = std::filesystem;

@@ -515,7 +515,7 @@ TEST_F(TicketsTest, WebhookDownForAnHourLosesNothingAndDeliversEachOnce) {
 
     HttpServer server({200}, port);
     int delivered = 0;
-    for (std::int64_t t = kNow + 3600; t < kNow + 3 * 3600; t += 60) {
+    for (std::int64_t t = kNow + 3600; t < kNow + 3LL * 3600; t += 60) {
         delivered += Deliver(config, t).delivered;
     }
     EXPECT_EQ(delivered, 2);
@@ -540,7 +540,7 @@ TEST_F(TicketsTest, SpoolOnAFullDiskIsRetriedNotLost) {
     {
         std::ofstream filler(mnt / "filler", std::ios::binary);
         const std::string block(4096, 'x');
-        while (filler.write(block.data(), block.size())) {
+        while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) {
         }
     }
     const TicketConfig config = Config({Spool(mnt / "tickets")});
@@ -741,7 +741,7 @@ TEST_F(TicketsTest, CommandPastItsTimeoutIsKilledWithItsProcessGroup) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
     EXPECT_EQ(summary.failed, 1);
     EXPECT_THAT(Row(ids[0]).last_error,
-                StartsWith("command cmd: timed out after 0.5 s (process group killed)"));
+                StartsWith("command cmd: /bin/sh: timed out after 0.5 s (process group killed)"));
 
     // The background sleep (same process group) is gone too: no process, or a zombie left for
     // init to reap.
@@ -763,7 +763,9 @@ TEST_F(TicketsTest, CommandThatCannotRunIsAFailure) {
     TicketRow ticket;
     auto result = DeliverTicket(Command({(dir_ / "no-such-program").string()}), ticket);
     ASSERT_FALSE(result.ok());
-    EXPECT_THAT(result.error(), StartsWith("command cmd: cannot run "));
+    EXPECT_THAT(result.error(), StartsWith("command cmd: " + (dir_ / "no-such-program").string() +
+                                           ": cannot run: "));
+    EXPECT_EQ(result.code(), ErrorCode::kNotFound);
 }
 
 // ---- the delivery loop ----

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "autoheal/core/duration.h"
 #include "autoheal/diag/pattern.h"
 #include "autoheal/diag/taxonomy.h"
 #include "rule_loader_internal.h"
@@ -534,10 +535,12 @@ void Compiler::CompileRule(const ItemInfo& item) {
                             ok = false;
                         }
                     } else if (k == "within") {
-                        auto d = v.IsScalar() ? ParseDuration(v.Scalar()) : std::nullopt;
-                        if (!d) {
+                        // The one grammar (core/duration.h); a window of 0 s counts nothing.
+                        auto d = v.IsScalar() ? ParseDuration(v.Scalar())
+                                              : Result<std::int64_t>(MakeError("not a scalar"));
+                        if (!d || *d <= 0) {
                             Error(item, v, "LOAD_ERR_YAML_VALIDATE",
-                                  "within: expected a duration such as 30d, 12h, 90m");
+                                  "within: expected a duration such as 30d, 12h, 90m, 2w");
                             ok = false;
                         } else {
                             e.within_seconds = *d;

@@ -1,6 +1,4 @@
 #include <algorithm>
-#include <charconv>
-#include <limits>
 #include <sstream>
 
 #include "rule_loader_internal.h"
@@ -76,29 +74,6 @@ const std::vector<DerivedFields>& AnalyzerFields() {
         {"xid", {"registers", "nvlink_class", "subcode", "error_status"}},
     };
     return kFields;
-}
-
-std::optional<std::int64_t> ParseDuration(const std::string& text) {
-    if (text.size() < 2) return std::nullopt;
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, n);
-    if (ec != std::errc() || end != text.data() + text.size() - 1 || n <= 0) return std::nullopt;
-    // Counts that could overflow below (over 1.5e13 of any unit) are not durations.
-    if (n > std::numeric_limits<std::int64_t>::max() / (7LL * 86400)) return std::nullopt;
-    switch (text.back()) {
-        case 's':
-            return n;
-        case 'm':
-            return n * 60;
-        case 'h':
-            return n * 3600;
-        case 'd':
-            return n * 86400;
-        case 'w':
-            return n * 7 * 86400;
-        default:
-            return std::nullopt;
-    }
 }
 
 namespace internal {

@@ -23,11 +23,16 @@ enum class ErrorCode {
 // "internal".
 inline const char* ErrorCodeName(ErrorCode code) {
     switch (code) {
-        case ErrorCode::kInvalid: return "invalid";
-        case ErrorCode::kNotFound: return "not-found";
-        case ErrorCode::kUnavailable: return "unavailable";
-        case ErrorCode::kIo: return "io";
-        case ErrorCode::kInternal: return "internal";
+        case ErrorCode::kInvalid:
+            return "invalid";
+        case ErrorCode::kNotFound:
+            return "not-found";
+        case ErrorCode::kUnavailable:
+            return "unavailable";
+        case ErrorCode::kIo:
+            return "io";
+        case ErrorCode::kInternal:
+            return "internal";
     }
     return "internal";
 }

@@ -155,7 +155,4 @@ class RuleLoader {
     Impl* impl_;
 };
 
-// Parses durations like "30d", "12h", "90m", "45s".
-std::optional<std::int64_t> ParseDuration(const std::string& text);
-
 }  // namespace autoheal::diag

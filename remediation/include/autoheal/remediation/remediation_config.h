@@ -10,7 +10,8 @@
 //   job_output_max_bytes: 1048576  # the tail of the job's stdout/stderr that is read
 //   results_wait_seconds: 30       # EpilogSlurmctld waits this long for the node epilogs
 //   requeue_delay_seconds: 2       # a requeued job may start this long after its old run ends
-//   gpu_reset_command: [nvidia-smi, --gpu-reset, -i, "{gpu}"]   # argv, no shell; {gpu} = PCI id
+//   gpu_reset_command: [/usr/bin/nvidia-smi, --gpu-reset, -i, "{gpu}"]   # argv, no shell,
+//                                                 # absolute program; {gpu} = PCI id
 //   quarantine_hours: 24           # soft-avoid culprits autoheal could not take out
 //   breaker: {max_fraction: 0.10, max_nodes: 16, window: 1h}
 //   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
@@ -46,7 +47,7 @@ struct CorrelationConfig {
 // node) although its checks pass. 0 failures turns the detection off.
 struct LemonConfig {
     int failures = 3;
-    std::int64_t window_seconds = 7 * 86400;
+    std::int64_t window_seconds = 7LL * 86400;
 };
 
 struct RemediationConfig {
@@ -57,7 +58,8 @@ struct RemediationConfig {
     std::uint64_t job_output_max_bytes = 1u << 20;
     double results_wait_seconds = 30;
     int requeue_delay_seconds = 2;
-    std::vector<std::string> gpu_reset_command = {"nvidia-smi", "--gpu-reset", "-i", "{gpu}"};
+    std::vector<std::string> gpu_reset_command = {"/usr/bin/nvidia-smi", "--gpu-reset", "-i",
+                                                  "{gpu}"};
     double quarantine_hours = 24;
     BreakerConfig breaker;
     CorrelationConfig correlation;
@@ -73,9 +75,6 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
 // problems, one per line, or "" when all are usable. The programs pass it to StartProgram, so a
 // config whose sections are broken is not used (its last good copy is).
 std::string ValidateConfigSections(const Config& config);
-
-// "30s", "10m", "1h", "30d" or plain seconds.
-Result<std::int64_t> ParseDurationSeconds(const std::string& text);
 
 // The kernel log setting for one node: %n replaced by its name.
 std::string KernelLogFor(const RemediationConfig& config, const std::string& node);

@@ -1,0 +1,336 @@
+#include "autoheal/os/subprocess.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace autoheal::os {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+SubprocessSpec Shell(const std::string& script, std::size_t capture = 4096) {
+    SubprocessSpec spec;
+    spec.argv = {"/bin/sh", "-c", script};
+    spec.capture_limit = capture;
+    spec.timeout = std::chrono::seconds(10);
+    return spec;
+}
+
+// Dead or a zombie: nothing of it runs any more.
+bool Gone(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return true;
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+bool GoneWithin(pid_t pid, milliseconds limit) {
+    const auto until = Clock::now() + limit;
+    while (!Gone(pid)) {
+        if (Clock::now() > until) return false;
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    return true;
+}
+
+TEST(Subprocess, ReportsExitStatusAndSignal) {
+    auto exit3 = RunSubprocess(Shell("exit 3"));
+    ASSERT_TRUE(exit3) << exit3.error();
+    EXPECT_EQ(exit3->exit.code, 3);
+    EXPECT_FALSE(exit3->exit.ok());
+    EXPECT_EQ(exit3->exit.Describe(), "exit 3");
+
+    auto killed = RunSubprocess(Shell("kill -9 $$"));
+    ASSERT_TRUE(killed) << killed.error();
+    EXPECT_EQ(killed->exit.signal, SIGKILL);
+    EXPECT_EQ(killed->exit.Describe(), "killed by signal 9");
+
+    auto fine = RunSubprocess(Shell("echo hello; echo oops >&2"));
+    ASSERT_TRUE(fine) << fine.error();
+    EXPECT_TRUE(fine->exit.ok());
+    EXPECT_EQ(fine->output, "hello\noops\n");
+}
+
+TEST(Subprocess, RefusesRelativeProgramAndReportsMissingOne) {
+    SubprocessSpec relative;
+    relative.argv = {"nvidia-smi", "--gpu-reset"};
+    auto r = Subprocess::Start(relative);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.code(), ErrorCode::kInvalid);
+    EXPECT_NE(r.error().find("not an absolute path"), std::string::npos) << r.error();
+    EXPECT_NE(r.error().find("PATH"), std::string::npos) << r.error();
+
+    SubprocessSpec missing;
+    missing.argv = {"/nonexistent/autoheal-no-such-program"};
+    auto m = Subprocess::Start(missing);
+    ASSERT_FALSE(m);
+    EXPECT_EQ(m.code(), ErrorCode::kNotFound);
+    EXPECT_NE(m.error().find("/nonexistent/autoheal-no-such-program"), std::string::npos);
+
+    SubprocessSpec nothing;
+    EXPECT_EQ(Subprocess::Start(nothing).code(), ErrorCode::kInvalid);
+}
+
+TEST(Subprocess, PassesTheGivenEnvironmentOnly) {
+    SubprocessSpec spec = Shell("printf '%s|%s' \"$AUTOHEAL_X\" \"${HOME-unset}\"");
+    spec.env = std::vector<std::string>{"AUTOHEAL_X=forty two"};
+    auto r = RunSubprocess(spec);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->output, "forty two|unset");
+
+    ::setenv("AUTOHEAL_SUBPROCESS_TEST", "inherited", 1);
+    auto inherited = RunSubprocess(Shell("printf %s \"$AUTOHEAL_SUBPROCESS_TEST\""));
+    ASSERT_TRUE(inherited) << inherited.error();
+    EXPECT_EQ(inherited->output, "inherited");
+}
+
+TEST(Subprocess, CapsCapturedOutput) {
+    // 200000 bytes, far more than a pipe holds: the child must not block on a full pipe.
+    auto head =
+        RunSubprocess(Shell("i=0; while [ $i -lt 2000 ]; do "
+                            "printf '%099d\\n' $i; i=$((i+1)); done",
+                            1000));
+    ASSERT_TRUE(head) << head.error();
+    EXPECT_TRUE(head->exit.ok());
+    EXPECT_EQ(head->output.size(), 1000u);
+    EXPECT_TRUE(head->output_truncated);
+    EXPECT_EQ(head->output.substr(0, 3), "000");
+
+    SubprocessSpec tail = Shell("i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done", 20);
+    tail.keep_tail = true;
+    auto t = RunSubprocess(tail);
+    ASSERT_TRUE(t) << t.error();
+    EXPECT_EQ(t->output.size(), 20u);
+    EXPECT_TRUE(t->output_truncated);
+    EXPECT_EQ(t->output.substr(t->output.size() - 9), "line1999\n");
+}
+
+TEST(Subprocess, FeedsStdinAndSurvivesAChildThatDoesNotRead) {
+    SubprocessSpec cat;
+    cat.argv = {"/bin/cat"};
+    cat.input = "payload\n";
+    cat.capture_limit = 100;
+    auto r = RunSubprocess(cat);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->output, "payload\n");
+
+    // Exits without reading a megabyte of input: no SIGPIPE kills this test.
+    SubprocessSpec deaf = Shell("exit 0");
+    deaf.input = std::string(1 << 20, 'x');
+    auto d = RunSubprocess(deaf);
+    ASSERT_TRUE(d) << d.error();
+    EXPECT_TRUE(d->exit.ok());
+
+    auto no_input = RunSubprocess(Shell("cat; echo done"));  // stdin is /dev/null
+    ASSERT_TRUE(no_input) << no_input.error();
+    EXPECT_EQ(no_input->output, "done\n");
+}
+
+TEST(Subprocess, DeadlineKillsTheWholeProcessGroup) {
+    // The grandchild ignores SIGTERM and would outlive its parent: the group's SIGKILL ends it.
+    SubprocessSpec spec = Shell("trap '' TERM; sleep 30 & echo $!; wait");
+    spec.timeout = milliseconds(300);
+    auto child = Subprocess::Start(spec);
+    ASSERT_TRUE(child) << child.error();
+    Subprocess& running = child.value();
+    const auto start = Clock::now();
+    auto r = running.Wait();
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(r.error().find("timed out after 0.3 s (process group killed)"), std::string::npos)
+        << r.error();
+    const pid_t grandchild = std::atoi(running.output().c_str());
+    ASSERT_GT(grandchild, 0) << running.output();
+    EXPECT_TRUE(GoneWithin(grandchild, std::chrono::seconds(2)));
+    EXPECT_TRUE(Gone(running.pid()));
+}
+
+TEST(Subprocess, AChildThatWillNotDieIsReportedWithoutHanging) {
+    // The child moves into this test's process group, so the SIGKILL of its own group misses
+    // it: from here it is a child that does not die (as one stuck in the kernel would be).
+    SubprocessSpec spec;
+    const pid_t test_group = ::getpgrp();
+    spec.in_child = [test_group](int) {
+        if (::setpgid(0, test_group) != 0) return 9;
+        ::sleep(30);
+        return 0;
+    };
+    spec.timeout = milliseconds(100);
+    spec.reap_grace = milliseconds(200);
+    auto child = Subprocess::Start(spec);
+    ASSERT_TRUE(child) << child.error();
+    const auto start = Clock::now();
+    auto r = child.value().Wait();
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(r.error().find("not reaped after 0.2 s"), std::string::npos) << r.error();
+    const pid_t pid = child.value().pid();
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+}
+
+TEST(Subprocess, WaitsForSeveralChildrenTogether) {
+    std::vector<Subprocess> children;
+    for (int i = 0; i < 3; ++i) {
+        SubprocessSpec spec;
+        spec.capture_limit = 100;
+        spec.in_child = [i](int fd) {
+            ::usleep(300 * 1000);
+            const std::string text = "child " + std::to_string(i);
+            return ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? i
+                                                                                              : 99;
+        };
+        auto c = Subprocess::Start(spec);
+        ASSERT_TRUE(c) << c.error();
+        children.push_back(std::move(c).value());
+    }
+    std::vector<Subprocess*> all;
+    all.reserve(children.size());
+    for (Subprocess& c : children) all.push_back(&c);
+    const auto start = Clock::now();
+    const auto results = WaitAll(all);
+    EXPECT_LT(Clock::now() - start, milliseconds(800));
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(results[i]) << results[i].error();
+        EXPECT_EQ(results[i]->code, i);
+        EXPECT_EQ(children[i].output(), "child " + std::to_string(i));
+    }
+}
+
+TEST(Subprocess, AnExceptionInTheChildFunctionExits70) {
+    SubprocessSpec spec;
+    spec.in_child = [](int) -> int { throw std::runtime_error("boom"); };
+    auto r = RunSubprocess(spec);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->exit.code, 70);
+}
+
+TEST(Subprocess, SwitchesUserBeforeExec) {
+    if (::getuid() != 0) GTEST_SKIP() << "needs root";
+    SubprocessSpec spec = Shell("id -u; id -g; id -G");
+    spec.user = UserIds{65534, 65534, {}};
+    auto r = RunSubprocess(spec);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->output, "65534\n65534\n65534\n");
+}
+
+TEST(Subprocess, FailingToSwitchUserFailsTheStart) {
+    if (::getuid() == 0) GTEST_SKIP() << "root may switch to anyone";
+    SubprocessSpec spec = Shell("true");
+    spec.user = UserIds{0, 0, {}};
+    auto r = Subprocess::Start(spec);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.code(), ErrorCode::kIo);
+    EXPECT_NE(r.error().find("cannot switch user"), std::string::npos) << r.error();
+}
+
+// ---- the controller's two uses, as it will make them ----
+
+// RunCommand: argv + a time limit -> "ok", "exit N", "killed by signal N" or the error.
+std::string RunCommandShape(const std::vector<std::string>& argv, milliseconds timeout) {
+    SubprocessSpec spec;
+    spec.argv = argv;
+    spec.timeout = timeout;
+    auto r = RunSubprocess(spec);
+    if (!r) return r.error();
+    return r->exit.ok() ? "ok" : r->exit.Describe();
+}
+
+TEST(Subprocess, RunCommandUse) {
+    EXPECT_EQ(RunCommandShape({"/bin/true"}, milliseconds(5000)), "ok");
+    EXPECT_EQ(RunCommandShape({"/bin/sh", "-c", "exit 4"}, milliseconds(5000)), "exit 4");
+    EXPECT_EQ(RunCommandShape({"/bin/sh", "-c", "kill -TERM $$"}, milliseconds(5000)),
+              "killed by signal 15");
+    const std::string slow = RunCommandShape({"/bin/sleep", "10"}, milliseconds(100));
+    EXPECT_NE(slow.find("/bin/sleep: timed out after 0.1 s"), std::string::npos) << slow;
+    const std::string bare = RunCommandShape({"nvidia-smi", "-r"}, milliseconds(100));
+    EXPECT_NE(bare.find("not an absolute path"), std::string::npos) << bare;
+}
+
+// AppendAsUser: fork, switch to the job's user, open without following links, append to a
+// regular file only; the exit status says what failed.
+Result<Exit> AppendShape(const std::string& path, const std::string& text,
+                         std::optional<UserIds> user) {
+    SubprocessSpec spec;
+    spec.user = std::move(user);
+    spec.timeout = std::chrono::seconds(10);
+    spec.in_child = [&](int) {
+        const int fd = ::open(path.c_str(),
+                              O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) return 3;
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 4;
+        const ssize_t n = ::write(fd, text.data(), text.size());
+        return n == static_cast<ssize_t>(text.size()) ? 0 : 5;
+    };
+    auto r = RunSubprocess(std::move(spec));
+    if (!r) return r.status();
+    return r->exit;
+}
+
+std::string ReadAll(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+TEST(Subprocess, AppendAsUserUse) {
+    char dir_template[] = "/tmp/autoheal-subprocess-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    const std::string dir = dir_template;
+    ::chmod(dir.c_str(), 0755);
+    const std::string file = dir + "/job.out";
+    std::ofstream(file) << "job output\n";
+
+    auto done = AppendShape(file, "autoheal: requeued\n", std::nullopt);
+    ASSERT_TRUE(done) << done.error();
+    EXPECT_EQ(done->code, 0);
+    EXPECT_EQ(ReadAll(file), "job output\nautoheal: requeued\n");
+
+    const std::string link = dir + "/link.out";
+    ASSERT_EQ(::symlink(file.c_str(), link.c_str()), 0);
+    auto through_link = AppendShape(link, "x", std::nullopt);
+    ASSERT_TRUE(through_link) << through_link.error();
+    EXPECT_EQ(through_link->code, 3);
+
+    auto on_dir = AppendShape(dir, "x", std::nullopt);
+    ASSERT_TRUE(on_dir) << on_dir.error();
+    EXPECT_NE(on_dir->code, 0);
+
+    if (::getuid() == 0) {
+        // Root's 0600 file: the job's user (nobody) cannot append to it, and does not.
+        ::chmod(file.c_str(), 0600);
+        auto as_nobody = AppendShape(file, "as nobody\n", UserIds{65534, 65534, {}});
+        ASSERT_TRUE(as_nobody) << as_nobody.error();
+        EXPECT_EQ(as_nobody->code, 3);
+        ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+        auto owned = AppendShape(file, "as nobody\n", UserIds{65534, 65534, {}});
+        ASSERT_TRUE(owned) << owned.error();
+        EXPECT_EQ(owned->code, 0);
+        EXPECT_EQ(ReadAll(file), "job output\nautoheal: requeued\nas nobody\n");
+    }
+    std::remove(link.c_str());
+    std::remove(file.c_str());
+    ::rmdir(dir.c_str());
+}
+
+}  // namespace
+}  // namespace autoheal::os

@@ -1,0 +1,53 @@
+// remediation_config: the GPU reset program and the durations (the one grammar of
+// core/duration.h).
+#include "autoheal/remediation/remediation_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "autoheal/core/config.h"
+
+namespace autoheal::remediation {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(RemediationConfig, GpuResetProgramIsAnAbsolutePath) {
+    auto defaults = ParseRemediationConfig(YAML::Node(), "autoheal.yaml");
+    ASSERT_TRUE(defaults) << defaults.error();
+    ASSERT_FALSE(defaults->gpu_reset_command.empty());
+    EXPECT_EQ(defaults->gpu_reset_command.front(), "/usr/bin/nvidia-smi");
+
+    auto shipped = LoadConfigFile(AUTOHEAL_SOURCE_DIR "/etc/autoheal.yaml");
+    ASSERT_TRUE(shipped) << shipped.error();
+    auto rc = ParseRemediationConfig(shipped->remediation, shipped->source);
+    ASSERT_TRUE(rc) << rc.error();
+    EXPECT_THAT(rc->gpu_reset_command,
+                ElementsAre("/usr/bin/nvidia-smi", "--gpu-reset", "-i", "{gpu}"));
+
+    // A bare name would never run (no PATH lookup): refused where it is written.
+    auto bare = ParseRemediationConfig(
+        YAML::Load("dry_run: false\ngpu_reset_command: [nvidia-smi, -r, -i, \"{gpu}\"]\n"),
+        "autoheal.yaml");
+    ASSERT_FALSE(bare);
+    EXPECT_THAT(bare.error(), HasSubstr("autoheal.yaml:2:21: remediation.gpu_reset_command: "
+                                        "expected an absolute program path"));
+    EXPECT_THAT(bare.error(), HasSubstr("'nvidia-smi'"));
+}
+
+TEST(RemediationConfig, DurationsUseTheOneGrammar) {
+    auto weeks = ParseRemediationConfig(
+        YAML::Load("lemon: {failures: 3, window: 2w}\nbreaker: {window: 5400}\n"), "a.yaml");
+    ASSERT_TRUE(weeks) << weeks.error();
+    EXPECT_EQ(weeks->lemon.window_seconds, 14 * 86400);
+    EXPECT_EQ(weeks->breaker.window_seconds, 5400);  // no unit: seconds
+    for (const char* text : {"correlation: {window: 1h30m}\n", "lemon: {window: 3651d}\n",
+                             "breaker: {window: -5m}\n"}) {
+        EXPECT_FALSE(ParseRemediationConfig(YAML::Load(text), "a.yaml")) << text;
+    }
+}
+
+}  // namespace
+}  // namespace autoheal::remediation
