@@ -120,9 +120,12 @@ int BreakerLimit(const BreakerConfig& config, int total) {
     return std::max(1, std::min(config.max_nodes, by_fraction));
 }
 
-JobDecision Decide(const DecisionInput& in) {
-    JobDecision out;
-    const RemediationConfig& config = *in.config;
+namespace {
+
+// 1 and 2: diagnoses each node's own evidence (kernel, NVML, health) into out.verdicts and the
+// job's output, gathered from every report that read it, into out.job_output.
+void DiagnoseEvidence(const DecisionInput& in, JobDecision* decision) {
+    JobDecision& out = *decision;
     std::map<std::string, const std::vector<diag::HistoryRecord>*> history;
     for (const auto& [node, records] : in.history) history[node] = &records;
     static const std::vector<diag::HistoryRecord> kNoHistory;
@@ -151,8 +154,14 @@ JobDecision Decide(const DecisionInput& in) {
             }
         }
     }
+}
 
-    // 3. Culprits and the job's cause.
+// 3. Culprits and the job's cause: every node whose own diagnosis blames it is a culprit; the
+// strongest of those (else the job's output, else the strongest finding anywhere) gives the
+// job's cause, rule, confidence and summary, and a user bug in the output outranks hints that
+// blame no node. Returns whether the deciding rule asks for a requeue.
+bool DecideCause(JobDecision* decision) {
+    JobDecision& out = *decision;
     const NodeVerdict* deciding = nullptr;
     for (NodeVerdict& v : out.verdicts) {
         if (!BlamesNode(v.diagnosis)) continue;
@@ -204,9 +213,13 @@ JobDecision Decide(const DecisionInput& in) {
         }
         out.summary = out.cause + line;
     }
+    return requeue_by_rule;
+}
 
-    // Node plans: every node whose own evidence calls for actions, culprit or not (a job that
-    // succeeded can still have seen its GPU fail).
+// Node plans: every node whose own evidence calls for actions, culprit or not (a job that
+// succeeded can still have seen its GPU fail).
+void PlanNodes(const DecisionInput& in, JobDecision* decision) {
+    JobDecision& out = *decision;
     for (const NodeVerdict& v : out.verdicts) {
         const diag::Diagnosis& d = v.diagnosis;
         if (d.actions.empty() || d.rule.empty()) continue;
@@ -220,8 +233,14 @@ JobDecision Decide(const DecisionInput& in) {
         plan.reason = FormatReason(plan.why);
         out.plans.push_back(std::move(plan));
     }
+}
 
-    // 4. Network correlation under one leaf switch.
+// 4. Network correlation under one leaf switch: when enough of one leaf switch's nodes saw a
+// network fault (in this job or recently), the incident goes to the switch: one ticket for it
+// instead of one per node, and the summary and culprits name its nodes.
+void CorrelateNetwork(const DecisionInput& in, JobDecision* decision) {
+    JobDecision& out = *decision;
+    const RemediationConfig& config = *in.config;
     std::set<std::string> network_nodes;
     for (const NodeVerdict& v : out.verdicts) {
         if (!v.diagnosis.rule.empty() && IsNetworkCause(v.diagnosis.cause)) {
@@ -273,8 +292,14 @@ JobDecision Decide(const DecisionInput& in) {
             }
         }
     }
+}
 
-    // 4b. Lemons.
+// 4b. Lemons: sets the run's outcome; a failure nothing explains drains, as a lemon, each of the
+// job's nodes that has no plan yet and has now failed lemon.failures jobs unexplained within
+// lemon.window.
+void PlanLemons(const DecisionInput& in, JobDecision* decision) {
+    JobDecision& out = *decision;
+    const RemediationConfig& config = *in.config;
     diag::RunOutcome outcome = diag::RunOutcome::kOther;
     if (!in.job.failed) {
         outcome = diag::RunOutcome::kOk;
@@ -312,8 +337,13 @@ JobDecision Decide(const DecisionInput& in) {
             out.plans.push_back(std::move(plan));
         }
     }
+}
 
-    // 5. The breaker: only actions that take a node out of service count.
+// 5. The breaker: only actions that take a node out of service count. Past the limit, a plan's
+// actions are held and its node is quarantined instead.
+void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
+    JobDecision& out = *decision;
+    const RemediationConfig& config = *in.config;
     const int total = static_cast<int>(in.cluster.nodes.size());
     const int limit = BreakerLimit(config.breaker, std::max(total, 1));
     int out_now = NodesTakenOut(in.cluster.nodes, in.cluster.now - config.breaker.window_seconds);
@@ -339,8 +369,11 @@ JobDecision Decide(const DecisionInput& in) {
                            std::to_string(total) + " nodes already taken out by autoheal (limit " +
                            std::to_string(limit) + "); node actions held, admins alerted";
     }
+}
 
-    // 6. Requeue.
+// 6. Requeue: the exclusions, whether the job is requeued and the line that tells its user why.
+void DecideRequeue(const DecisionInput& in, bool requeue_by_rule, JobDecision* decision) {
+    JobDecision& out = *decision;
     out.exclude = in.job.excluded;
     for (const std::string& c : out.culprits) AddUnique(&out.exclude, c);
     const bool infra = IsInfrastructure(out.cause);
@@ -383,6 +416,19 @@ JobDecision Decide(const DecisionInput& in) {
         out.explanation =
             "autoheal: requeued " + restarts + " after " + out.summary + excluded_words;
     }
+}
+
+}  // namespace
+
+JobDecision Decide(const DecisionInput& in) {
+    JobDecision out;
+    DiagnoseEvidence(in, &out);
+    const bool requeue_by_rule = DecideCause(&out);
+    PlanNodes(in, &out);
+    CorrelateNetwork(in, &out);
+    PlanLemons(in, &out);
+    ApplyBreaker(in, &out);
+    DecideRequeue(in, requeue_by_rule, &out);
     return out;
 }
 
