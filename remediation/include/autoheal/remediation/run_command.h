@@ -1,4 +1,5 @@
-// The epilogs' two child-process helpers (to be replaced by the shared Subprocess).
+// The epilogs' two uses of a child process, on the one Subprocess (os/subprocess.h): a command an
+// admin configured (the GPU reset), and an append to a job user's file done as that user.
 #pragma once
 
 #include <sys/types.h>
@@ -10,11 +11,14 @@
 
 namespace autoheal::remediation {
 
-// Runs argv (no shell) with a time limit; returns "ok" or the failure.
+// Runs argv (no shell; argv[0] absolute) with a time limit; returns "ok" or the failure
+// ("/usr/bin/nvidia-smi: exit 3", "...: killed by signal 9", "...: timed out after 60.0 s ...", "...: not an absolute
+// path"). The child's process group is killed at the deadline and its reap is bounded.
 std::string RunCommand(const std::vector<std::string>& argv, double timeout_seconds);
 
-// Appends `text` to the user's file as that user (a child process with the user's ids), so root
-// never writes through a link or into a file the user could not write.
+// Appends `text` to the user's file as that user (a child process with the user's ids and no
+// supplementary groups), so root never writes through a link or into a file the user could not
+// write: the file is opened O_NOFOLLOW and must be a regular file. Bounded to 10 s.
 Result<bool> AppendAsUser(const std::string& path, const std::string& text, uid_t uid);
 
 }  // namespace autoheal::remediation
