@@ -24,7 +24,7 @@
 // - A failed delivery is recorded (attempts + 1, last_error, next_attempt with doubling backoff
 //   capped at retry_max_seconds) and retried; it is never dropped. A ticket whose sink is no
 //   longer configured stays due, untouched, and is reported as skipped on every run.
-// - No shell: the command sink runs argv directly (posix_spawn), in its own process group, with
+// - No shell: the command sink runs argv directly (os/subprocess.h), in its own process group, with
 //   the payload on stdin; after timeout_seconds the whole group is killed (a failure).
 // - The webhook's secret (secret_file) must be a regular file, not a link, owned by root (or by
 //   the current effective user), with no group or other permission bits; it is read at each
