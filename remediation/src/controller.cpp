@@ -56,19 +56,6 @@ Result<Engine> LoadEngine(const std::string& self_exe, const std::string& state_
     return Engine{std::move(*in_use.rules), *scanner};
 }
 
-// The lines of an evidence set, for the controller to scan again (in order, unique).
-std::vector<std::string> EvidenceLines(const diag::EvidenceSet& set, std::size_t source) {
-    std::vector<std::string> lines;
-    std::size_t last_line = 0;
-    for (const diag::Evidence& e : set.items) {
-        if (e.source != source || e.line == last_line) continue;
-        last_line = e.line;
-        lines.push_back(e.text);
-        if (lines.size() >= 4000) break;
-    }
-    return lines;
-}
-
 // Runs argv (no shell) with a time limit; returns "ok" or the failure.
 std::string RunCommand(const std::vector<std::string>& argv, double timeout_seconds) {
     std::vector<char*> args;
@@ -98,14 +85,6 @@ std::string RunCommand(const std::vector<std::string>& argv, double timeout_seco
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "ok";
     if (WIFEXITED(status)) return argv[0] + ": exit " + std::to_string(WEXITSTATUS(status));
     return argv[0] + ": killed by signal " + std::to_string(WTERMSIG(status));
-}
-
-Result<nlohmann::json> ReadJsonFile(const std::string& path) {
-    auto text = ReadSmallFile(path, kMaxRecordBytes);
-    if (!text) return MakeError(text.error());
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_discarded()) return MakeError(path + ": not JSON");
-    return j;
 }
 
 // ---------------------------------------------------------------------------- node epilog
@@ -193,26 +172,26 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
     report.exit_code = ctx.exit_code;
 
     // The prolog's baseline: kernel log cursor and NVML snapshot.
-    std::string cursor;
-    std::optional<health::NodeSnapshot> before;
-    if (auto j = ReadJsonFile(PrologFile(config.state_dir, ctx.job_id, ctx.node))) {
-        if (j->contains("kernel_cursor") && (*j)["kernel_cursor"].is_string()) {
-            cursor = (*j)["kernel_cursor"].get<std::string>();
-        }
-        if (j->contains("snapshot")) before = health::SnapshotFromJson((*j)["snapshot"].dump());
+    PrologBaseline baseline;
+    auto baseline_text =
+        ReadSmallFile(PrologFile(config.state_dir, ctx.job_id, ctx.node), kMaxRecordBytes);
+    auto read_baseline = baseline_text ? PrologBaselineFromJson(*baseline_text)
+                                       : Result<PrologBaseline>(baseline_text.status());
+    if (read_baseline) {
+        baseline = std::move(*read_baseline);
     } else {
-        report.problems.push_back("no prolog baseline: " + j.error());
+        report.problems.push_back("no prolog baseline: " + read_baseline.error());
     }
+    const std::optional<health::NodeSnapshot>& before = baseline.snapshot;
 
-    diag::EvidenceSet set;
-    // 0: kernel log since the prolog.
+    diag::EvidenceSet& set = report.evidence;
+    // Kernel log since the prolog: the lines the signatures match.
     const std::string klog = KernelLogFor(*rc, ctx.node);
-    auto kernel = ReadKernelLogSince(klog, cursor, rc->kernel_log_max_bytes);
+    auto kernel = ReadKernelLogSince(klog, baseline.kernel_cursor, rc->kernel_log_max_bytes);
     if (!kernel) report.problems.push_back("kernel log: " + kernel.error());
     engine->scanner->ScanText(kernel ? *kernel : std::string(), "kernel", &set);
 
-    // 1, 2: NVML deltas and the post-job quick check on the job's GPUs.
-    std::vector<std::string> nvml_lines, health_lines;
+    // NVML deltas and the post-job quick check on the job's GPUs, as typed evidence.
     health::NodeSnapshot after;
     if (!ctx.job_gpus.empty()) {
         auto hc = health::ParseHealthConfig(config.health, config.source);
@@ -225,8 +204,14 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
             request.cuda_module = health::ResolveCudaModule(*hc, self_exe);
             health::HealthReport post = health::RunHealthChecks(request);
             after = post.snapshot;
-            health_lines = HealthFailureLines(post);
-            if (before) nvml_lines = NvmlDeltaLines(*before, after);
+            if (before) {
+                for (diag::Evidence& e : NvmlDeltaEvidence(*before, after)) {
+                    diag::AddEvidence(&set, "nvml", std::move(e));
+                }
+            }
+            for (diag::Evidence& e : HealthCheckEvidence(post)) {
+                diag::AddEvidence(&set, "health", std::move(e));
+            }
             for (const auto& g : (before ? before->gpus : after.gpus)) {
                 report.gpus.push_back({g.pci_bus_id, g.uuid, g.serial, g.name});
             }
@@ -235,13 +220,6 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
                                       (hc ? "cannot read SLURM_JOB_GPUS" : hc.error()));
         }
     }
-    std::string joined;
-    for (const auto& l : nvml_lines) joined += l + "\n";
-    engine->scanner->ScanText(joined, "nvml", &set);
-    joined.clear();
-    for (const auto& l : health_lines) joined += l + "\n";
-    engine->scanner->ScanText(joined, "health", &set);
-
     std::string output_path;  // the job's stdout, when this node read it
     // 3: the job's output, read by the node that ran the batch script. The first node of the
     // allocation asks Slurm which node that was (one RPC per job, not one per node).
@@ -288,21 +266,17 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
                 if (!text.empty() && text.back() != '\n') text += '\n';
             }
             report.job_output_read = true;
-            diag::EvidenceSet job_set;
-            engine->scanner->ScanText(text, "job-output", &job_set);
-            report.job_output = EvidenceLines(job_set, 0);
+            engine->scanner->ScanText(text, "job-output", &report.job_output);
         }
     }
 
-    report.kernel = EvidenceLines(set, 0);
-    report.nvml = EvidenceLines(set, 1);
-    report.health = EvidenceLines(set, 2);
-    diag::Analyze(&set);
+    diag::EvidenceSet analyzed = set;  // the report carries the evidence as found
+    diag::Analyze(&analyzed);
     diag::DiagnoseOptions options;
     options.node = ctx.node;
     options.job = ctx.job_id;
     options.now = Now();
-    diag::Diagnosis local = diag::Diagnose(engine->rules, set, options);
+    diag::Diagnosis local = diag::Diagnose(engine->rules, analyzed, options);
     report.local_cause = local.rule.empty() ? "" : local.cause + " (" + local.rule + ")";
     ResetGpus(*rc, local, after, &report);
 
@@ -319,20 +293,21 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
         const auto until =
             std::chrono::steady_clock::now() +
             std::chrono::milliseconds(static_cast<int>((rc->results_wait_seconds + 10) * 1000));
-        std::optional<nlohmann::json> decision;
+        // A decision file that does not read (corrupted, hand-edited, a newer version) has no
+        // line.
+        std::string line;
         while (std::chrono::steady_clock::now() < until) {
-            if (auto j = ReadJsonFile(decision_path)) {
-                decision = *j;
+            if (auto text = ReadSmallFile(decision_path, kMaxRecordBytes)) {
+                auto decision = DecisionRecordFromJson(*text);
+                if (decision) {
+                    line = decision->explanation;
+                } else {
+                    spdlog::warn("autoheal: epilog: {}: {}", decision_path, decision.error());
+                }
                 break;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        // A decision file that is JSON but not an object (corrupted, hand-edited) has no line.
-        const std::string line = decision && decision->is_object() &&
-                                         decision->contains("explanation") &&
-                                         (*decision)["explanation"].is_string()
-                                     ? (*decision)["explanation"].get<std::string>()
-                                     : "";
         if (!line.empty()) {
             auto appended =
                 AppendAsUser(output_path, line + "\n",
@@ -340,11 +315,11 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
             if (!appended) spdlog::warn("autoheal: epilog: {}", appended.error());
         }
     }
-    outcome.summary = "job=" + ctx.job_id + " node=" + ctx.node +
-                      " run=" + std::to_string(report.restart) + " evidence=" +
-                      std::to_string(report.kernel.size() + report.nvml.size() +
-                                     report.health.size() + report.job_output.size()) +
-                      " lines" + (local.rule.empty() ? "" : " local=" + report.local_cause);
+    outcome.summary =
+        "job=" + ctx.job_id + " node=" + ctx.node + " run=" + std::to_string(report.restart) +
+        " evidence=" +
+        std::to_string(report.evidence.items.size() + report.job_output.items.size()) + " items" +
+        (local.rule.empty() ? "" : " local=" + report.local_cause);
     for (const std::string& a : report.actions_done) outcome.summary += "; " + a;
     for (const std::string& p : report.problems) spdlog::warn("autoheal: epilog: {}", p);
     return outcome;
@@ -369,6 +344,17 @@ class FileLock {
     int fd_ = -1;
 };
 
+// The texts of a source's evidence items, in order (a ticket's "health" and "nvml" lines).
+std::vector<std::string> SourceTexts(const diag::EvidenceSet& set, const std::string& source) {
+    std::vector<std::string> texts;
+    for (const diag::Evidence& e : set.items) {
+        if (e.source < set.sources.size() && set.sources[e.source] == source) {
+            texts.push_back(e.text);
+        }
+    }
+    return texts;
+}
+
 nlohmann::json TicketPayload(const std::string& kind, const JobDecision& d, const NodePlan* plan,
                              const NodeVerdict* verdict, const NodeReport* report,
                              const std::vector<diag::HistoryRecord>& history,
@@ -389,8 +375,8 @@ nlohmann::json TicketPayload(const std::string& kind, const JobDecision& d, cons
                         {"pci", g.pci}, {"uuid", g.uuid}, {"serial", g.serial}, {"model", g.name}};
                 }
             }
-            j["health"] = report->health;
-            j["nvml"] = report->nvml;
+            j["health"] = SourceTexts(report->evidence, "health");
+            j["nvml"] = SourceTexts(report->evidence, "nvml");
         }
     }
     if (d.network && plan == nullptr) {
@@ -492,7 +478,6 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
 
     DecisionInput in;
     in.rules = &engine->rules;
-    in.scanner = engine->scanner.get();
     in.config = &*rc;
     in.job.job = ctx.job_id;
     in.job.restart_count = std::atoi(ctx.restart_count.c_str());

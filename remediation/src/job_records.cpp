@@ -1,9 +1,11 @@
 #include "autoheal/remediation/job_records.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "autoheal/health/runner.h"
 #include "autoheal/remediation/decision.h"
 
 namespace autoheal::remediation {
@@ -60,17 +62,125 @@ bool Bool(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+
+nlohmann::json EvidenceSetJson(const diag::EvidenceSet& set) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const diag::Evidence& e : set.items) {
+        nlohmann::json fields = nlohmann::json::object();
+        for (const auto& [k, v] : e.fields) fields[k] = v;
+        items.push_back({{"signature", e.signature},
+                         {"source", e.source < set.sources.size() ? set.sources[e.source] : ""},
+                         {"line", e.line},
+                         {"text", e.text},
+                         {"fields", fields}});
+    }
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& [signature, n] : set.counts) counts[signature] = n;
+    return {{"items", items}, {"counts", counts}, {"lines", set.lines}, {"bytes", set.bytes}};
+}
+
+Result<diag::EvidenceSet> EvidenceSetFrom(const nlohmann::json& j) {
+    diag::EvidenceSet set;
+    if (j.is_null()) return set;
+    if (!j.is_object()) return MakeError(ErrorCode::kInvalid, "not an object");
+    const nlohmann::json items = j.value("items", nlohmann::json::array());
+    if (!items.is_array()) return MakeError(ErrorCode::kInvalid, "items: not a list");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const nlohmann::json& item = items[i];
+        const std::string where = "item " + std::to_string(i + 1);
+        if (!item.is_object()) return MakeError(ErrorCode::kInvalid, where + ": not an object");
+        diag::Evidence e;
+        e.signature = Str(item, "signature");
+        const std::string source = Str(item, "source");
+        if (e.signature.empty()) return MakeError(ErrorCode::kInvalid, where + ": no signature");
+        if (source.empty()) return MakeError(ErrorCode::kInvalid, where + ": no source");
+        e.line = static_cast<std::size_t>(std::max<std::int64_t>(0, Int(item, "line", 0)));
+        e.text = Str(item, "text");
+        if (item.contains("fields") && item["fields"].is_object()) {
+            for (const auto& [k, v] : item["fields"].items()) {
+                if (v.is_string()) e.fields.emplace_back(k, v.get<std::string>());
+            }
+        }
+        diag::AddEvidence(&set, source, std::move(e));
+    }
+    // The uncapped counts replace those of the kept items.
+    if (j.contains("counts") && j["counts"].is_object()) {
+        set.counts.clear();
+        for (const auto& [signature, n] : j["counts"].items()) {
+            if (n.is_number_unsigned()) set.counts.emplace_back(signature, n.get<std::uint64_t>());
+        }
+    }
+    set.lines =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, Int(j, "lines", std::int64_t{0})));
+    set.bytes =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, Int(j, "bytes", std::int64_t{0})));
+    return set;
+}
+
+// "version N" as found in a record, or nullopt when it has none. A version that is not a
+// whole number is reported as such.
+Result<std::optional<int>> RecordVersion(const nlohmann::json& j) {
+    if (!j.contains("version")) return std::optional<int>();
+    if (!j["version"].is_number_integer()) {
+        return MakeError(ErrorCode::kInvalid,
+                         "version is not a whole number: " + j["version"].dump());
+    }
+    return std::optional<int>(Int(j, "version", -1));
+}
+
+// A record's JSON object, refused when it is not one or its version is not `known`. Without a
+// version field it is version 1, refused unless `unversioned_is_v1` (node reports: version 1
+// carried log lines).
+Result<nlohmann::json> ParseRecord(const std::string& text, const char* record, int known,
+                                   bool unversioned_is_v1) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return MakeError(ErrorCode::kInvalid, std::string(record) + ": not a JSON object");
+    }
+    auto version = RecordVersion(j);
+    if (!version)
+        return MakeError(ErrorCode::kInvalid, std::string(record) + ": " + version.error());
+    if (!*version && !unversioned_is_v1) {
+        return MakeError(ErrorCode::kInvalid,
+                         std::string(record) +
+                             ": version 1 (no version field) is not read: it carries evidence "
+                             "as log lines; this autoheal reads version " +
+                             std::to_string(known) + " (upgrade autoheal on the node)");
+    }
+    const int v = version->value_or(1);
+    if (v != known) {
+        return MakeError(ErrorCode::kInvalid,
+                         std::string(record) + ": version " + std::to_string(v) +
+                             " is not read: this autoheal reads version " + std::to_string(known));
+    }
+    return j;
+}
+
+}  // namespace
+
+std::string EvidenceSetToJson(const diag::EvidenceSet& set) {
+    return EvidenceSetJson(set).dump(-1, ' ', false, kReplace);
+}
+
+Result<diag::EvidenceSet> EvidenceSetFromJson(const std::string& json) {
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_discarded()) return MakeError(ErrorCode::kInvalid, "not JSON");
+    return EvidenceSetFrom(j);
+}
+
 std::string NodeReportToJson(const NodeReport& r) {
     nlohmann::json j;
+    j["version"] = r.version;
     j["job"] = r.job;
     j["node"] = r.node;
     j["restart"] = r.restart;
     j["time"] = r.time;
     j["exit_code"] = r.exit_code;
-    j["kernel"] = r.kernel;
-    j["nvml"] = r.nvml;
-    j["health"] = r.health;
-    j["job_output"] = r.job_output;
+    j["evidence"] = EvidenceSetJson(r.evidence);
+    j["job_output"] = EvidenceSetJson(r.job_output);
     j["job_output_read"] = r.job_output_read;
     j["gpus"] = nlohmann::json::array();
     for (const GpuIdentity& g : r.gpus) {
@@ -81,22 +191,27 @@ std::string NodeReportToJson(const NodeReport& r) {
     j["actions_done"] = r.actions_done;
     j["problems"] = r.problems;
     // Invalid UTF-8 from a log is replaced rather than refused.
-    return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return j.dump(1, ' ', false, kReplace);
 }
 
 Result<NodeReport> NodeReportFromJson(const std::string& json) {
-    auto j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return MakeError("not a JSON object");
+    auto parsed = ParseRecord(json, "node report", kNodeReportVersion, false);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
     NodeReport r;
     r.job = Str(j, "job");
     r.node = Str(j, "node");
     r.restart = Int(j, "restart", 0);
     r.time = Int(j, "time", std::int64_t{0});
     r.exit_code = Str(j, "exit_code");
-    r.kernel = Strings(j, "kernel");
-    r.nvml = Strings(j, "nvml");
-    r.health = Strings(j, "health");
-    r.job_output = Strings(j, "job_output");
+    for (auto [key, set] : {std::pair{"evidence", &r.evidence}, {"job_output", &r.job_output}}) {
+        auto read = EvidenceSetFrom(j.value(key, nlohmann::json()));
+        if (!read) {
+            return MakeError(ErrorCode::kInvalid,
+                             "node report: " + std::string(key) + ": " + read.error());
+        }
+        *set = std::move(*read);
+    }
     r.job_output_read = Bool(j, "job_output_read");
     if (j.contains("gpus") && j["gpus"].is_array()) {
         for (const auto& g : j["gpus"]) {
@@ -107,8 +222,44 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
     r.local_cause = Str(j, "local_cause");
     r.actions_done = Strings(j, "actions_done");
     r.problems = Strings(j, "problems");
-    if (r.node.empty()) return MakeError("no node named");
+    if (r.node.empty()) return MakeError(ErrorCode::kInvalid, "no node named");
     return r;
+}
+
+std::string PrologBaselineToJson(const PrologBaseline& b, const health::HealthReport* report) {
+    nlohmann::json j = report != nullptr
+                           ? nlohmann::json::parse(health::ReportToJson(*report), nullptr, false)
+                           : nlohmann::json::object();
+    if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+    j["version"] = b.version;
+    j["time"] = b.time;
+    j["kernel_cursor"] = b.kernel_cursor;
+    if (b.snapshot) {
+        j["snapshot"] = nlohmann::json::parse(health::SnapshotToJson(*b.snapshot), nullptr, false);
+    } else {
+        j.erase("snapshot");
+    }
+    return j.dump(-1, ' ', false, kReplace) + "\n";
+}
+
+Result<PrologBaseline> PrologBaselineFromJson(const std::string& json) {
+    auto parsed = ParseRecord(json, "prolog baseline", kPrologBaselineVersion, true);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
+    PrologBaseline b;
+    b.time = Int(j, "time", std::int64_t{0});
+    if (j.contains("kernel_cursor") && !j["kernel_cursor"].is_string()) {
+        return MakeError(ErrorCode::kInvalid, "prolog baseline: kernel_cursor is not text");
+    }
+    b.kernel_cursor = Str(j, "kernel_cursor");
+    if (j.contains("snapshot")) {
+        b.snapshot = health::SnapshotFromJson(j["snapshot"].dump());
+        if (!b.snapshot) {
+            return MakeError(ErrorCode::kInvalid,
+                             "prolog baseline: snapshot is not an NVML snapshot");
+        }
+    }
+    return b;
 }
 
 std::string DecisionRecordToJson(const DecisionRecord& d) {
@@ -117,19 +268,17 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
         {"requeueable", d.facts.requeueable}, {"nodes", d.facts.nodes},
         {"excluded", d.facts.excluded},       {"missing_reports", d.facts.missing_reports}};
     if (d.facts.auto_resume) facts["auto_resume"] = *d.facts.auto_resume;
-    return nlohmann::json{{"explanation", d.explanation},
-                          {"requeue", d.requeue},
-                          {"cause", d.cause},
-                          {"rule", d.rule},
-                          {"outcome", d.outcome},
-                          {"culprits", d.culprits},
-                          {"facts", facts}}
-        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return nlohmann::json{{"version", d.version},   {"explanation", d.explanation},
+                          {"requeue", d.requeue},   {"cause", d.cause},
+                          {"rule", d.rule},         {"outcome", d.outcome},
+                          {"culprits", d.culprits}, {"facts", facts}}
+        .dump(-1, ' ', false, kReplace);
 }
 
 Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
-    auto j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return MakeError("not a JSON object");
+    auto parsed = ParseRecord(json, "decision record", kDecisionRecordVersion, true);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
     DecisionRecord d;
     d.explanation = Str(j, "explanation");
     d.requeue = Bool(j, "requeue");
