@@ -66,45 +66,78 @@ namespace {
 
 constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
 
+// An item's text is left out when it is the previous item's of the same source and line (one
+// line several signatures matched): reports stay small for a 2,048-node job's controller.
 nlohmann::json EvidenceSetJson(const diag::EvidenceSet& set) {
     nlohmann::json items = nlohmann::json::array();
+    const diag::Evidence* previous = nullptr;
     for (const diag::Evidence& e : set.items) {
-        nlohmann::json fields = nlohmann::json::object();
-        for (const auto& [k, v] : e.fields) fields[k] = v;
-        items.push_back({{"signature", e.signature},
-                         {"source", e.source < set.sources.size() ? set.sources[e.source] : ""},
-                         {"line", e.line},
-                         {"text", e.text},
-                         {"fields", fields}});
+        nlohmann::json item = {
+            {"signature", e.signature},
+            {"source", e.source < set.sources.size() ? set.sources[e.source] : ""},
+            {"line", e.line}};
+        if (previous == nullptr || previous->source != e.source || previous->line != e.line ||
+            previous->text != e.text) {
+            item["text"] = e.text;
+        }
+        if (!e.fields.empty()) {
+            nlohmann::json& fields = item["fields"];
+            for (const auto& [k, v] : e.fields) fields[k] = v;
+        }
+        items.push_back(std::move(item));
+        previous = &e;
     }
     nlohmann::json counts = nlohmann::json::object();
     for (const auto& [signature, n] : set.counts) counts[signature] = n;
-    return {{"items", items}, {"counts", counts}, {"lines", set.lines}, {"bytes", set.bytes}};
+    return {{"items", std::move(items)},
+            {"counts", std::move(counts)},
+            {"lines", set.lines},
+            {"bytes", set.bytes}};
+}
+
+// One item; `previous` is the item before it (for a text left out), or null.
+Result<diag::Evidence> EvidenceFrom(const nlohmann::json& item, const std::string& source,
+                                    const diag::Evidence* previous, std::size_t previous_source,
+                                    std::size_t source_index) {
+    diag::Evidence e;
+    e.signature = Str(item, "signature");
+    if (e.signature.empty()) return MakeError(ErrorCode::kInvalid, "no signature");
+    if (source.empty()) return MakeError(ErrorCode::kInvalid, "no source");
+    e.line = static_cast<std::size_t>(std::max<std::int64_t>(0, Int(item, "line", 0)));
+    if (auto text = item.find("text"); text != item.end() && text->is_string()) {
+        e.text = text->get<std::string>();
+    } else if (previous != nullptr && previous_source == source_index && previous->line == e.line) {
+        e.text = previous->text;
+    }
+    if (auto fields = item.find("fields"); fields != item.end() && fields->is_object()) {
+        for (const auto& [k, v] : fields->items()) {
+            if (v.is_string()) e.fields.emplace_back(k, v.get<std::string>());
+        }
+    }
+    return e;
 }
 
 Result<diag::EvidenceSet> EvidenceSetFrom(const nlohmann::json& j) {
     diag::EvidenceSet set;
     if (j.is_null()) return set;
     if (!j.is_object()) return MakeError(ErrorCode::kInvalid, "not an object");
-    const nlohmann::json items = j.value("items", nlohmann::json::array());
+    static const nlohmann::json kNone = nlohmann::json::array();
+    auto found = j.find("items");
+    const nlohmann::json& items = found == j.end() ? kNone : *found;
     if (!items.is_array()) return MakeError(ErrorCode::kInvalid, "items: not a list");
     for (std::size_t i = 0; i < items.size(); ++i) {
         const nlohmann::json& item = items[i];
-        const std::string where = "item " + std::to_string(i + 1);
-        if (!item.is_object()) return MakeError(ErrorCode::kInvalid, where + ": not an object");
-        diag::Evidence e;
-        e.signature = Str(item, "signature");
+        auto fail = [i](const std::string& why) {
+            return MakeError(ErrorCode::kInvalid, "item " + std::to_string(i + 1) + ": " + why);
+        };
+        if (!item.is_object()) return fail("not an object");
         const std::string source = Str(item, "source");
-        if (e.signature.empty()) return MakeError(ErrorCode::kInvalid, where + ": no signature");
-        if (source.empty()) return MakeError(ErrorCode::kInvalid, where + ": no source");
-        e.line = static_cast<std::size_t>(std::max<std::int64_t>(0, Int(item, "line", 0)));
-        e.text = Str(item, "text");
-        if (item.contains("fields") && item["fields"].is_object()) {
-            for (const auto& [k, v] : item["fields"].items()) {
-                if (v.is_string()) e.fields.emplace_back(k, v.get<std::string>());
-            }
-        }
-        diag::AddEvidence(&set, source, std::move(e));
+        const diag::Evidence* previous = set.items.empty() ? nullptr : &set.items.back();
+        const std::size_t index = static_cast<std::size_t>(
+            std::find(set.sources.begin(), set.sources.end(), source) - set.sources.begin());
+        auto e = EvidenceFrom(item, source, previous, previous ? previous->source : 0, index);
+        if (!e) return fail(e.error());
+        diag::AddEvidence(&set, source, std::move(*e));
     }
     // The uncapped counts replace those of the kept items.
     if (j.contains("counts") && j["counts"].is_object()) {
@@ -191,7 +224,7 @@ std::string NodeReportToJson(const NodeReport& r) {
     j["actions_done"] = r.actions_done;
     j["problems"] = r.problems;
     // Invalid UTF-8 from a log is replaced rather than refused.
-    return j.dump(1, ' ', false, kReplace);
+    return j.dump(-1, ' ', false, kReplace);
 }
 
 Result<NodeReport> NodeReportFromJson(const std::string& json) {

@@ -27,6 +27,9 @@ NodeReport SampleReport() {
                        12,
                        "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
                        {{"xid", "79"}, {"pci", "0000:3b:00"}}});
+    // Another signature on the same line: its text travels once.
+    diag::AddEvidence(&r.evidence, "kernel",
+                      {"context-nvrm-gpu", 0, 12, r.evidence.items[0].text, {}});
     diag::AddEvidence(&r.evidence, "nvml",
                       {"nvml-delta",
                        0,
@@ -46,11 +49,14 @@ NodeReport SampleReport() {
 TEST(NodeReport, TypedEvidenceRoundTrips) {
     const NodeReport r = SampleReport();
     const std::string json = NodeReportToJson(r);
-    EXPECT_EQ(nlohmann::json::parse(json)["version"], kNodeReportVersion);
+    const auto j = nlohmann::json::parse(json);
+    EXPECT_EQ(j["version"], kNodeReportVersion);
+    EXPECT_FALSE(j["evidence"]["items"][1].contains("text"));
     auto back = NodeReportFromJson(json);
     ASSERT_TRUE(back) << back.error();
     EXPECT_EQ(back->version, 2);
-    ASSERT_EQ(back->evidence.items.size(), 2u);
+    ASSERT_EQ(back->evidence.items.size(), 3u);
+    EXPECT_EQ(back->evidence.items[1].text, r.evidence.items[0].text);
     const diag::Evidence& x = back->evidence.items[0];
     EXPECT_EQ(x.signature, "xid");
     EXPECT_EQ(back->evidence.sources[x.source], "kernel");
@@ -58,7 +64,7 @@ TEST(NodeReport, TypedEvidenceRoundTrips) {
     EXPECT_EQ(x.text, r.evidence.items[0].text);
     EXPECT_EQ(x.Field("xid"), "79");
     EXPECT_EQ(x.Field("pci"), "0000:3b:00");
-    const diag::Evidence& d = back->evidence.items[1];
+    const diag::Evidence& d = back->evidence.items[2];
     EXPECT_EQ(back->evidence.sources[d.source], "nvml");
     EXPECT_EQ(d.Field("counter"), "ecc_uncorrected_volatile");
     EXPECT_EQ(back->evidence.Count("xid"), 700u);
@@ -92,10 +98,10 @@ TEST(NodeReport, OldAndNewerVersionsAreRefusedNamingTheVersion) {
 
 TEST(NodeReport, MalformedEvidenceItemsAreRefused) {
     auto j = nlohmann::json::parse(NodeReportToJson(SampleReport()));
-    j["evidence"]["items"][1].erase("signature");
+    j["evidence"]["items"][2].erase("signature");
     auto r = NodeReportFromJson(j.dump());
     ASSERT_FALSE(r);
-    EXPECT_THAT(r.error(), HasSubstr("node report: evidence: item 2: no signature"));
+    EXPECT_THAT(r.error(), HasSubstr("node report: evidence: item 3: no signature"));
     j = nlohmann::json::parse(NodeReportToJson(SampleReport()));
     j["job_output"]["items"][0]["source"] = "";
     EXPECT_THAT(NodeReportFromJson(j.dump()).error(), HasSubstr("job_output: item 1: no source"));

@@ -82,7 +82,8 @@ Result<NodeReport> NodeReportFromJson(const std::string& json);
 
 // The JSON of an evidence set as a node report carries it: {"items": [{"signature", "source"
 // (a name), "line", "text", "fields": {NAME: VALUE}}], "counts": {SIGNATURE: N}, "lines",
-// "bytes"}.
+// "bytes"}. An item's "text" is left out when it is the previous item's (same source and line:
+// one line that several signatures matched), "fields" when it has none.
 std::string EvidenceSetToJson(const diag::EvidenceSet& set);
 Result<diag::EvidenceSet> EvidenceSetFromJson(const std::string& json);
 
