@@ -51,7 +51,10 @@ TEST(NodeReport, TypedEvidenceRoundTrips) {
     const std::string json = NodeReportToJson(r);
     const auto j = nlohmann::json::parse(json);
     EXPECT_EQ(j["version"], kNodeReportVersion);
-    EXPECT_FALSE(j["evidence"]["items"][1].contains("text"));
+    EXPECT_TRUE(j["evidence"]["items"][1][3].is_null());  // the text travels once
+    EXPECT_EQ(j["evidence"]["items"][0], nlohmann::json::parse(R"(["xid", "kernel", 12,
+                  "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+                  "xid", "79", "pci", "0000:3b:00"])"));
     auto back = NodeReportFromJson(json);
     ASSERT_TRUE(back) << back.error();
     EXPECT_EQ(back->version, 2);
@@ -98,13 +101,20 @@ TEST(NodeReport, OldAndNewerVersionsAreRefusedNamingTheVersion) {
 
 TEST(NodeReport, MalformedEvidenceItemsAreRefused) {
     auto j = nlohmann::json::parse(NodeReportToJson(SampleReport()));
-    j["evidence"]["items"][2].erase("signature");
+    j["evidence"]["items"][2][0] = "";
     auto r = NodeReportFromJson(j.dump());
     ASSERT_FALSE(r);
     EXPECT_THAT(r.error(), HasSubstr("node report: evidence: item 3: no signature"));
     j = nlohmann::json::parse(NodeReportToJson(SampleReport()));
-    j["job_output"]["items"][0]["source"] = "";
+    j["job_output"]["items"][0][1] = "";
     EXPECT_THAT(NodeReportFromJson(j.dump()).error(), HasSubstr("job_output: item 1: no source"));
+    j = nlohmann::json::parse(NodeReportToJson(SampleReport()));
+    j["evidence"]["items"][0].push_back("lonely-field");
+    EXPECT_THAT(NodeReportFromJson(j.dump()).error(), HasSubstr("item 1: not a list"));
+    j = nlohmann::json::parse(NodeReportToJson(SampleReport()));
+    j["evidence"]["items"][0][5] = 79;
+    EXPECT_THAT(NodeReportFromJson(j.dump()).error(),
+                HasSubstr("item 1: a field or value that is not text"));
 }
 
 TEST(PrologBaseline, RoundTripsAndReadsVersion1WithoutAVersionField) {

@@ -80,10 +80,10 @@ std::string NodeReportToJson(const NodeReport& report);
 // and any version but kNodeReportVersion (the error names the version it found).
 Result<NodeReport> NodeReportFromJson(const std::string& json);
 
-// The JSON of an evidence set as a node report carries it: {"items": [{"signature", "source"
-// (a name), "line", "text", "fields": {NAME: VALUE}}], "counts": {SIGNATURE: N}, "lines",
-// "bytes"}. An item's "text" is left out when it is the previous item's (same source and line:
-// one line that several signatures matched), "fields" when it has none.
+// The JSON of an evidence set as a node report carries it: {"items": [[SIGNATURE, SOURCE (a
+// name), LINE, TEXT, FIELD, VALUE, FIELD, VALUE, ...], ...], "counts": {SIGNATURE: N},
+// "lines", "bytes"}. TEXT is null when it is the previous item's (same source and line: one line
+// that several signatures matched).
 std::string EvidenceSetToJson(const diag::EvidenceSet& set);
 Result<diag::EvidenceSet> EvidenceSetFromJson(const std::string& json);
 
