@@ -28,9 +28,11 @@ std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restar
         std::chrono::milliseconds(static_cast<int>((env.rc.results_wait_seconds + 10) * 1000));
     while (env.clock.Steady() < until) {
         if (auto text = ReadSmallFile(path, kMaxRecordBytes)) {
-            // A decision file that is not a JSON object (corrupted, hand-edited) holds nothing.
+            // A decision file that does not read (corrupted, hand-edited, a newer version) holds
+            // nothing.
             auto d = DecisionRecordFromJson(*text);
             if (d) return *d;
+            spdlog::warn("autoheal: epilog: {}: {}", path, d.error());
             return std::nullopt;
         }
         env.clock.Sleep(std::chrono::milliseconds(100));
