@@ -28,8 +28,8 @@ EpilogOutcome RunNodePipeline(const NodeEpilogEnv& env, SlurmClient& slurm) {
 
     EpilogOutcome outcome;
     outcome.summary =
-        "job=" + env.ctx.job_id + " node=" + env.ctx.node + " run=" + std::to_string(report.restart) +
-        " evidence=" +
+        "job=" + env.ctx.job_id + " node=" + env.ctx.node +
+        " run=" + std::to_string(report.restart) + " evidence=" +
         std::to_string(report.evidence.items.size() + report.job_output.items.size()) + " items" +
         (local.rule.empty() ? "" : " local=" + report.local_cause);
     for (const std::string& p : report.problems) spdlog::warn("autoheal: epilog: {}", p);
@@ -96,10 +96,12 @@ void RunStep(const CtldEnv& env, std::int64_t job_incident, const char* name, co
         step();
     } catch (const std::exception& e) {
         spdlog::error("autoheal: epilog-ctld: step {} failed: {}", name, e.what());
-        RecordOutcome(env, job_incident, "step", name, "failed", e.what());
+        RecordOutcome(env, job_incident, diag::Action::kStep, name, diag::Outcome::kFailed,
+                      e.what());
     } catch (...) {
         spdlog::error("autoheal: epilog-ctld: step {} failed", name);
-        RecordOutcome(env, job_incident, "step", name, "failed", "unknown exception");
+        RecordOutcome(env, job_incident, diag::Action::kStep, name, diag::Outcome::kFailed,
+                      "unknown exception");
     }
 }
 

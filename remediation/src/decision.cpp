@@ -208,7 +208,6 @@ JobDecision Decide(const DecisionInput& in) {
         plan.rule = d.rule;
         plan.actions = d.actions;
         plan.why = ReasonFor(d, in.job.job);
-        plan.reason = FormatReason(plan.why);
         out.plans.push_back(std::move(plan));
     }
 
@@ -299,7 +298,6 @@ JobDecision Decide(const DecisionInput& in) {
                                {"job", in.job.job}};
             plan.why.note = std::to_string(count) + " unexplained job failures within " + days +
                             "; deep checks needed";
-            plan.reason = FormatReason(plan.why);
             out.plans.push_back(std::move(plan));
         }
     }

@@ -313,10 +313,14 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
     for (const NodeAction& a : d.node_actions) {
         node_actions.push_back({{"node", a.node}, {"action", a.action}, {"gpu", a.gpu}});
     }
-    return nlohmann::json{{"version", d.version},     {"node_actions", node_actions},
-                          {"explanation", d.explanation}, {"requeue", d.requeue},
-                          {"cause", d.cause},         {"rule", d.rule},
-                          {"outcome", d.outcome},     {"culprits", d.culprits},
+    return nlohmann::json{{"version", d.version},
+                          {"node_actions", node_actions},
+                          {"explanation", d.explanation},
+                          {"requeue", d.requeue},
+                          {"cause", d.cause},
+                          {"rule", d.rule},
+                          {"outcome", d.outcome},
+                          {"culprits", d.culprits},
                           {"facts", facts}}
         .dump(-1, ' ', false, kReplace);
 }

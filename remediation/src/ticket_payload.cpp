@@ -1,5 +1,7 @@
 #include "autoheal/remediation/ticket_payload.h"
 
+#include "autoheal/diag/taxonomy.h"
+
 namespace autoheal::remediation {
 namespace {
 
@@ -43,7 +45,7 @@ nlohmann::json TicketPayload(const std::string& kind, const JobDecision& d, cons
     if (d.network && plan == nullptr) {
         j["switch"] = d.network->name;
         j["nodes"] = d.network->nodes;
-        j["cause"] = "network_switch_cable";
+        j["cause"] = std::string(diag::ToString(diag::Cause::kNetworkSwitchCable));
     }
     j["evidence"] = nlohmann::json::array();
     if (verdict != nullptr) {

@@ -188,7 +188,7 @@ TEST(CliRules, CatalogPrintsCausesActionsAndOutcomesWithTheirColumns) {
     for (const auto& o : j["outcomes"]) outcomes.push_back(o["name"]);
     EXPECT_THAT(outcomes, ::testing::IsSupersetOf({"done", "already", "admin-owned", "failed",
                                                    "held", "dry-run", "opened", "logged", "on-node",
-                                                   "raised", "not-out"}));
+                                                   "refused", "raised", "not-out"}));
     EXPECT_EQ(j["run_outcomes"].size(), 5u);
 
     auto text = RunProcess({kCli, "rules", "catalog"});

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "autoheal/remediation/node_reason.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/slurm_retry.h"
 #include "epilog_test_env.h"
@@ -57,6 +58,36 @@ TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) 
         if (i.node == "node2") node_incident = i.cause == "faulty_gpu";
     }
     EXPECT_TRUE(node_incident);
+}
+
+// The drain and reboot reasons carry the node's incident: `inc=` is the id the store holds for
+// node2's incident, and the drain's recorded detail is the reason Slurm was given.
+TEST_F(CtldEpilogTest, TheDrainReasonNamesTheNodesIncident) {
+    FailedJob(77, {"node1", "node2"});
+    Kernel("node2", {kXid79});
+    ASSERT_TRUE(RunController().ok);
+    std::int64_t incident = 0;
+    for (const IncidentRow& i : Incidents()) {
+        if (i.node == "node2") incident = i.id;
+    }
+    ASSERT_GT(incident, 0);
+    const std::string reason = slurm.node("node2").reason;
+    EXPECT_EQ(reason,
+              "autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0 rule=xid-79-fallen-off-bus "
+              "job=77 inc=" +
+                  std::to_string(incident));
+    const auto parsed = ParseReason(reason);
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->incident, incident);
+    EXPECT_EQ(parsed->cause, diag::Cause::kFaultyGpu);
+    int recorded = 0;
+    const std::vector<ActionRow> rows = store->Actions(0, "node2").value();
+    for (const ActionRow& a : rows) {
+        if (a.incident_id != incident || (a.action != "drain" && a.action != "reboot")) continue;
+        EXPECT_EQ(a.detail, reason) << a.action;
+        ++recorded;
+    }
+    EXPECT_EQ(recorded, 2);
 }
 
 // 2a. The job's own Python exception: no node action, no requeue, a clear explanation.
@@ -115,12 +146,14 @@ TEST_F(CtldEpilogTest, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidenc
 TEST_F(CtldEpilogTest, TwoNodesUnderOneLeafLosingNetworkIsOneSwitchIncident) {
     FailedJob(77, {"node1", "node2"});
     for (const char* n : {"node1", "node2"}) {
-        Kernel(n, {
-            "Nov 29 10:00:00 gpu-host kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"});
+        Kernel(
+            n,
+            {"Nov 29 10:00:00 gpu-host kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"});
     }
-    JobOutput("node1", {
-        "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<59632> with error 12, opcode 0, "
-        "len 0, vendor err 129 (Recv)"});
+    JobOutput(
+        "node1",
+        {"NCCL WARN NET/IB : Got completion from peer 10.0.0.2<59632> with error 12, opcode 0, "
+         "len 0, vendor err 129 (Recv)"});
     ASSERT_TRUE(RunController().ok);
     std::vector<std::string> switches;
     for (const IncidentRow& i : Incidents()) {
@@ -218,7 +251,7 @@ TEST_F(CtldEpilogTest, NodeThatKeepsFailingJobsUnexplainedIsDrainedAsALemon) {
         clock.Advance(std::chrono::seconds(60));
     }
     EXPECT_THAT(slurm.node("node2").reason,
-                StartsWith("autoheal: lemon failures=3 within=7d rule=lemon-node job=82"));
+                StartsWith("autoheal: lemon failures=3 within=7d rule=lemon-node job=82 inc="));
 }
 
 // slurmctld restarts while the controller decides: the reads are retried until it answers, and

@@ -75,7 +75,7 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
     EXPECT_THAT(d.culprits, ElementsAre("node2"));
     ASSERT_EQ(d.plans.size(), 1u);
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
-    EXPECT_EQ(d.plans[0].reason,
+    EXPECT_EQ(FormatReason(d.plans[0].why),
               "autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0 "
               "rule=xid-79-fallen-off-bus job=" +
                   in_.job.job);
@@ -292,7 +292,7 @@ TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
     EXPECT_EQ(d.plans[0].rule, "lemon-node");
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain"));
     EXPECT_EQ(d.plans[0].cause, "lemon");
-    EXPECT_EQ(d.plans[0].reason,
+    EXPECT_EQ(FormatReason(d.plans[0].why),
               "autoheal: lemon failures=3 within=7d rule=lemon-node job=" + in_.job.job +
                   "; 3 unexplained job failures within 7d; deep checks needed");
     EXPECT_FALSE(d.requeue);  // nothing says the infrastructure failed

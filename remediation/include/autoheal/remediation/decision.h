@@ -70,11 +70,10 @@ struct NodePlan {
     std::string cause;
     std::string rule;
     std::vector<std::string> actions;  // in plan order; drain/reboot/reset_gpu/rma_ticket/...
-    // The node reason, typed and formatted (node_reason.h). The decision is made before the
-    // incidents are recorded, so neither carries inc=: the controller sets why.incident to the
-    // node's incident and drains with FormatReason(why).
+    // The node reason, typed (node_reason.h). The decision is made before the incidents are
+    // recorded, so it carries no inc=: the controller (Act) sets why.incident to the node's
+    // incident and drains, reboots and records with FormatReason(why).
     NodeReason why;
-    std::string reason;  // FormatReason(why): "autoheal: faulty_gpu xid=79 gpu=... rule=... job=N"
     std::vector<std::string> held;  // actions the breaker or the correlation held back
 };
 

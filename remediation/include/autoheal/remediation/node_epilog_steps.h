@@ -63,7 +63,7 @@ bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local);
 std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart);
 
 // Executes what the decision lists for this node (reset_gpu), refusing a GPU a process still
-// uses (per the post-job snapshot).
+// uses (per the post-job snapshot). Action and outcome words are the catalog's.
 std::vector<NodeActionResult> CarryOutNodeActions(const NodeEpilogEnv& env,
                                                   const DecisionRecord& decision,
                                                   const health::NodeSnapshot& after);
