@@ -8,7 +8,8 @@
 // has 3 earlier incidents in its history. On top of that: Xid 79 on 3 nodes, a double-bit ECC
 // error (Xid 48 + 63) on 2, IB links down on 3 nodes under one leaf switch, NVML counter deltas
 // on every 16th node and a failed post-job health check on 2. The cluster has twice the job's
-// nodes, a few already drained by autoheal.
+// nodes, a few already drained by autoheal. The reports carry typed evidence, as the node
+// epilogs write it (their lines scanned when the scenario is made): the controller scans nothing.
 //
 // Two figures, each the median of AUTOHEAL_BENCH_RUNS runs (default 15) after warm-up:
 //   ctld_decision_<N>_ms     what EpilogSlurmctld does: read the N node reports from the state
@@ -70,6 +71,24 @@ std::string KernelPrefix(const std::string& node) {
     return "Nov 29 11:38:41 " + node + " kernel: ";
 }
 
+std::string JoinLines(const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& l : lines) text += l + "\n";
+    return text;
+}
+
+diag::Evidence NvmlDelta(const std::string& gpu, const char* counter, const char* before,
+                         const char* after) {
+    diag::Evidence e;
+    e.signature = diag::kNvmlDeltaSignature;
+    e.text = "gpu " + gpu + " " + counter + " increased from " + before + " to " + after;
+    e.SetField("gpu", gpu);
+    e.SetField("counter", counter);
+    e.SetField("before", before);
+    e.SetField("after", after);
+    return e;
+}
+
 // Everything for one job of `n` nodes, with the state the controller keeps alongside.
 struct Scenario {
     rem::DecisionInput in;
@@ -81,7 +100,6 @@ std::unique_ptr<Scenario> MakeScenario(int n, const diag::RuleSet& rules,
     auto s = std::make_unique<Scenario>();
     rem::DecisionInput& in = s->in;
     in.rules = &rules;
-    in.scanner = &scanner;
     in.config = &s->config;
     in.job.job = kJob;
     in.job.failed = true;
@@ -134,53 +152,62 @@ std::unique_ptr<Scenario> MakeScenario(int n, const diag::RuleSet& rules,
         r.time = kNow - 5;
         r.exit_code = "0:0";
         const std::string k = KernelPrefix(node);
+        std::vector<std::string> kernel, job_output;
         for (int g = 0; g < kGpusPerNode; ++g) {
-            r.kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(g) +
-                               "): 45, pid=" + std::to_string(100000 + g) +
-                               ", name=python3, Ch 00000008, errorString CTX SWITCH TIMEOUT, "
-                               "Info 0x3c046");
+            kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(g) +
+                             "): 45, pid=" + std::to_string(100000 + g) +
+                             ", name=python3, Ch 00000008, errorString CTX SWITCH TIMEOUT, "
+                             "Info 0x3c046");
             r.gpus.push_back({Pci(g) + ".0", "GPU-" + node + "-" + std::to_string(g),
                               "1650" + std::to_string(i * kGpusPerNode + g), "NVIDIA H100"});
         }
         if (is(xid79, i)) {
-            r.kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(2) +
-                               "): 79, pid=100002, name=python3, GPU has fallen off the bus.");
-            r.kernel.push_back(k + "NVRM: GPU " + Pci(2) + ".0: GPU has fallen off the bus.");
+            kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(2) +
+                             "): 79, pid=100002, name=python3, GPU has fallen off the bus.");
+            kernel.push_back(k + "NVRM: GPU " + Pci(2) + ".0: GPU has fallen off the bus.");
         }
         if (is(dbe, i)) {
-            r.kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(5) +
-                               "): 48, pid=100005, name=python3, An uncorrectable double bit "
-                               "error (DBE) has been detected on GPU in the framebuffer at "
-                               "partition 3, subpartition 1.");
-            r.kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(5) +
-                               "): 63, pid=100005, name=python3, Row Remapper: New row marked "
-                               "for remapping, reset gpu to activate.");
+            kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(5) +
+                             "): 48, pid=100005, name=python3, An uncorrectable double bit "
+                             "error (DBE) has been detected on GPU in the framebuffer at "
+                             "partition 3, subpartition 1.");
+            kernel.push_back(k + "NVRM: Xid (PCI:" + Pci(5) +
+                             "): 63, pid=100005, name=python3, Row Remapper: New row marked "
+                             "for remapping, reset gpu to activate.");
         }
         if (is(ib, i)) {
-            r.kernel.push_back(k + "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN");
+            kernel.push_back(k + "mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN");
         }
         if (i % 16 == 3) {
-            r.nvml.push_back("autoheal-nvml: gpu " + Pci(i % kGpusPerNode) +
-                             ".0 ecc_corrected_volatile increased by 12 (from 3 to 15) during the "
-                             "job");
-            r.nvml.push_back("autoheal-nvml: gpu " + Pci(i % kGpusPerNode) +
-                             ".0 retired_pages_sbe increased by 1 (from 0 to 1) during the job");
+            const std::string gpu = Pci(i % kGpusPerNode) + ".0";
+            diag::AddEvidence(&r.evidence, "nvml",
+                              NvmlDelta(gpu, "ecc_corrected_volatile", "3", "15"));
+            diag::AddEvidence(&r.evidence, "nvml", NvmlDelta(gpu, "retired_pages_sbe", "0", "1"));
         }
         if (is(health, i)) {
-            r.health.push_back("autoheal-health: check row-remap failed on gpu " + Pci(1) +
-                               ".0: row remapping failed: the GPU has no spare rows left");
+            diag::Evidence e;
+            e.signature = diag::kHealthCheckSignature;
+            e.text = "check row-remap failed on gpu " + Pci(1) +
+                     ".0: row remapping failed: the GPU has no spare rows left";
+            e.SetField("check", "row-remap");
+            e.SetField("gpu", Pci(1) + ".0");
+            e.SetField("verdict", "fail");
+            diag::AddEvidence(&r.evidence, "health", std::move(e));
         }
         // Every rank of the node timed out in the same collective.
         r.job_output_read = true;
         for (int g = 0; g < kGpusPerNode; ++g) {
             const std::string rank = std::to_string(i * kGpusPerNode + g);
-            r.job_output.push_back(
+            job_output.push_back(
                 "[rank" + rank + "]:[E1129 11:38:40.882201 " + std::to_string(100000 + g) +
                 " ProcessGroupNCCL.cpp:616] [Rank " + rank +
                 "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15804, "
                 "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran "
                 "for 600047 milliseconds before timing out.");
         }
+        // What the node epilog puts in its report: the lines its signatures matched.
+        scanner.ScanText(JoinLines(kernel), "kernel", &r.evidence);
+        scanner.ScanText(JoinLines(job_output), "job-output", &r.job_output);
         r.local_cause = "unknown";
         in.reports.push_back(std::move(r));
 
@@ -229,7 +256,6 @@ double Time(int warmup, int runs, const std::function<void()>& f) {
 rem::JobDecision ControllerPath(const Scenario& s, const std::string& state_dir) {
     rem::DecisionInput in;
     in.rules = s.in.rules;
-    in.scanner = s.in.scanner;
     in.config = s.in.config;
     in.job = s.in.job;
     in.cluster = s.in.cluster;

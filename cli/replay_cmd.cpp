@@ -5,8 +5,8 @@
 // under state_dir/jobs/<job>/run<N>/, plus each node's incident history from before that run.
 // Both rule sets decide under the same conditions: no breaker, no leaf-switch correlation and no
 // lemon counts (those depend on the cluster at that moment, not on the rules). Reports hold the
-// evidence lines the rules of the day kept (lines that matched a signature), so a new signature
-// is tried on those lines only.
+// typed evidence the node found with the signatures of the day (signature, fields, text), so a
+// rule change is replayed on it, but a new or changed signature finds nothing new.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "autoheal/core/files.h"
-#include "autoheal/diag/scanner.h"
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/remediation_config.h"
@@ -35,22 +34,6 @@ constexpr const char* kReplayUsage =
     "  rules at PATH (a file or folder), and prints the runs whose decision would change.\n"
     "  --all prints every run. No breaker, correlation or lemon counts in either decision.\n"
     "  Exit 0 when nothing changes, 1 when something does, 2 on bad input.\n";
-
-struct Engine {
-    diag::RuleSet rules;
-    std::shared_ptr<const diag::Scanner> scanner;
-};
-
-std::optional<Engine> LoadEngineOrComplain(const std::vector<std::string>& paths) {
-    auto rules = LoadRulesOrComplain(paths);
-    if (!rules) return std::nullopt;
-    auto scanner = diag::Scanner::Build(rules->signatures);
-    if (!scanner) {
-        std::fprintf(stderr, "autoheal: replay: rules: %s\n", scanner.error().c_str());
-        return std::nullopt;
-    }
-    return Engine{std::move(*rules), *scanner};
-}
 
 // What is compared: "drain,rma_ticket" per node, in node order.
 std::string Actions(const JobDecision& d) {
@@ -162,9 +145,9 @@ int Replay(const std::vector<std::string>& argv) {
     // Neither decision is held back by the breaker.
     rc.breaker.max_fraction = 1.0;
     rc.breaker.max_nodes = 1 << 30;
-    auto installed = LoadEngineOrComplain({});
+    auto installed = LoadRulesOrComplain({});
     if (!installed) return 2;
-    auto candidate = LoadEngineOrComplain({args->Value("--rules")});
+    auto candidate = LoadRulesOrComplain({args->Value("--rules")});
     if (!candidate) return 2;
     auto store = OpenStoreOrComplain("replay", *config);
     if (!store) return 2;
@@ -207,11 +190,9 @@ int Replay(const std::vector<std::string>& argv) {
             }
             in.history.emplace_back(node, std::move(before));
         }
-        in.rules = &installed->rules;
-        in.scanner = installed->scanner.get();
+        in.rules = &*installed;
         const JobDecision a = remediation::Decide(in);
-        in.rules = &candidate->rules;
-        in.scanner = candidate->scanner.get();
+        in.rules = &*candidate;
         const JobDecision b = remediation::Decide(in);
 
         const bool differs = a.cause != b.cause || a.rule != b.rule || a.requeue != b.requeue ||

@@ -202,7 +202,11 @@ int Explain(const std::vector<std::string>& args) {
     for (const auto& b : diag::BuiltinSignatures()) {
         if (name == b.name) {
             found = true;
-            std::printf("signature %s (built-in analyzer)\n  %s\n", b.name, b.desc);
+            std::printf("signature %s (built-in)\n  %s\n", b.name, b.desc);
+            std::string fields;
+            for (const std::string& f : b.fields) fields += (fields.empty() ? "" : ", ") + f;
+            std::printf("  fields: %s\n", fields.c_str());
+            if (*b.example != '\0') std::printf("  example: %s\n", b.example);
         }
     }
     if (!found) {

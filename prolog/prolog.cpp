@@ -10,7 +10,6 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "autoheal/core/program.h"
 #include "autoheal/core/script_env.h"
@@ -34,14 +33,13 @@ namespace rem = autoheal::remediation;
 void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& ctx,
                   const health::HealthReport* report, const std::string& kernel_cursor) {
     if (!rem::SafePathPart(ctx.job_id) || !rem::SafePathPart(ctx.node)) return;
-    nlohmann::json j = report != nullptr
-                           ? nlohmann::json::parse(health::ReportToJson(*report), nullptr, false)
-                           : nlohmann::json::object();
-    if (j.is_discarded()) j = nlohmann::json::object();
-    j["kernel_cursor"] = kernel_cursor;
-    j["time"] = static_cast<std::int64_t>(std::time(nullptr));
-    auto written = autoheal::WriteFileAtomically(rem::PrologFile(state_dir, ctx.job_id, ctx.node),
-                                                 j.dump() + "\n", 0640, 0755);
+    rem::PrologBaseline baseline;
+    baseline.time = static_cast<std::int64_t>(std::time(nullptr));
+    baseline.kernel_cursor = kernel_cursor;
+    if (report != nullptr) baseline.snapshot = report->snapshot;
+    auto written =
+        autoheal::WriteFileAtomically(rem::PrologFile(state_dir, ctx.job_id, ctx.node),
+                                      rem::PrologBaselineToJson(baseline, report), 0640, 0755);
     if (!written) spdlog::warn("autoheal: prolog: {}", written.error());
 }
 

@@ -122,6 +122,7 @@ void JudgePerformance(CheckResult* r, double value, double expected, double peer
     r->status = ratio < config.perf_fail_fraction   ? Status::kFail
                 : ratio < config.perf_warn_fraction ? Status::kWarn
                                                     : Status::kPass;
+    if (r->status != Status::kPass) r->reason = "slow";
     r->summary = Fmt(value) + " " + unit + " (" + Fmt(ratio * 100, 0) + "% of " +
                  (expected > 0 ? "expected" : "peers") + ")";
 }
@@ -161,6 +162,7 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
                 r.summary = o.timed_out ? "did not finish within the time budget"
                                         : "did not run (an earlier check crashed the process)";
                 if (o.timed_out) r.Set("timeout", "yes");
+                if (o.timed_out) r.reason = "timeout";
                 results->push_back(r);
                 continue;
             }
@@ -171,6 +173,7 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
             if (rc != 0) {
                 r.status = Status::kFail;
                 r.summary = "CUDA error: " + j.value("error", std::string("unknown"));
+                r.reason = "cuda-error";
                 results->push_back(r);
                 continue;
             }
@@ -195,12 +198,14 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
                 if (!j.value("correct", false)) {
                     r.status = Status::kFail;
                     r.summary = "GEMM result wrong: silent data corruption";
+                    r.reason = "wrong-result";
                     results->push_back(r);
                     continue;
                 }
                 if (votes < best) {
                     r.status = Status::kFail;
                     r.summary = "GEMM result differs from the other GPUs' (silent data corruption)";
+                    r.reason = "peer-mismatch";
                     results->push_back(r);
                     continue;
                 }
@@ -214,6 +219,7 @@ void CudaVerdicts(const std::vector<CudaOutcome>& outcomes, const std::vector<Cu
                 if (errors > 0) {
                     r.status = Status::kFail;
                     r.summary = std::to_string(errors) + " HBM pattern mismatches";
+                    r.reason = "pattern-mismatch";
                 } else {
                     JudgePerformance(&r, j.value("gbps", 0.0), model ? model->hbm_gbps : 0,
                                      Median(peer_values[name]), config, "GB/s");
@@ -255,6 +261,7 @@ CheckResult NcclVerdict(const Child& child) {
         r.status = Status::kUnknown;
         r.summary = child.timed_out ? "did not finish within the time budget" : "did not run";
         if (child.timed_out) r.Set("timeout", "yes");
+        if (child.timed_out) r.reason = "timeout";
         return r;
     }
     const int rc = step->rc;
@@ -270,6 +277,7 @@ CheckResult NcclVerdict(const Child& child) {
     if (!j.value("correct", false)) {
         r.status = Status::kFail;
         r.summary = "all-reduce result wrong";
+        r.reason = "wrong-result";
         return r;
     }
     r.status = Status::kPass;
@@ -336,6 +344,7 @@ HealthReport RunHealthChecks(const RunRequest& request) {
             r.summary = "NVML did not answer within " + Fmt(config.nvml_timeout_seconds) +
                         " s (a GPU may have fallen off the bus)";
             r.Set("timeout", "yes");
+            r.reason = "timeout";
         } else {
             r.summary =
                 "NVML query process failed (exit " + std::to_string(nvml[0].exit_status) + ")";
@@ -483,6 +492,7 @@ std::string ReportToJson(const HealthReport& report) {
                                 {"status", std::string(StatusName(r.status))},
                                 {"summary", r.summary},
                                 {"values", values}});
+        if (!r.reason.empty()) j["results"].back()["reason"] = r.reason;
     }
     j["snapshot"] = nlohmann::json::parse(SnapshotToJson(report.snapshot), nullptr, false);
     return j.dump();

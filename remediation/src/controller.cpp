@@ -27,11 +27,11 @@ EpilogOutcome RunNodePipeline(const NodeEpilogEnv& env, SlurmClient& slurm) {
     if (!written) return {false, "cannot write the node report: " + written.error()};
 
     EpilogOutcome outcome;
-    outcome.summary = "job=" + env.ctx.job_id + " node=" + env.ctx.node +
-                      " run=" + std::to_string(report.restart) + " evidence=" +
-                      std::to_string(report.kernel.size() + report.nvml.size() +
-                                     report.health.size() + report.job_output.size()) +
-                      " lines" + (local.rule.empty() ? "" : " local=" + report.local_cause);
+    outcome.summary =
+        "job=" + env.ctx.job_id + " node=" + env.ctx.node +
+        " run=" + std::to_string(report.restart) + " evidence=" +
+        std::to_string(report.evidence.items.size() + report.job_output.items.size()) + " items" +
+        (local.rule.empty() ? "" : " local=" + report.local_cause);
     for (const std::string& p : report.problems) spdlog::warn("autoheal: epilog: {}", p);
     // The controller decides every node action once, with the history and the breaker: this
     // node carries out what the decision lists for it. Slurm refuses updates to a finished job,
@@ -96,10 +96,12 @@ void RunStep(const CtldEnv& env, std::int64_t job_incident, const char* name, co
         step();
     } catch (const std::exception& e) {
         spdlog::error("autoheal: epilog-ctld: step {} failed: {}", name, e.what());
-        RecordOutcome(env, job_incident, "step", name, "failed", e.what());
+        RecordOutcome(env, job_incident, diag::Action::kStep, name, diag::Outcome::kFailed,
+                      e.what());
     } catch (...) {
         spdlog::error("autoheal: epilog-ctld: step {} failed", name);
-        RecordOutcome(env, job_incident, "step", name, "failed", "unknown exception");
+        RecordOutcome(env, job_incident, diag::Action::kStep, name, diag::Outcome::kFailed,
+                      "unknown exception");
     }
 }
 
@@ -122,7 +124,6 @@ std::string Summary(const DecisionInput& in, const JobDecision& d,
 EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     DecisionInput in;
     in.rules = &env.engine.rules;
-    in.scanner = env.engine.scanner.get();
     in.config = &env.rc;
     in.job.job = env.ctx.job_id;
     in.job.restart_count = std::atoi(env.ctx.restart_count.c_str());

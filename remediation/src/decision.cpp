@@ -18,15 +18,6 @@ void AddUnique(std::vector<std::string>* v, const std::string& s) {
     if (!s.empty() && !Contains(*v, s)) v->push_back(s);
 }
 
-std::string Join(const std::vector<std::string>& lines) {
-    std::string text;
-    for (const std::string& l : lines) {
-        text += l;
-        text += '\n';
-    }
-    return text;
-}
-
 using diag::IsInfrastructure;
 using diag::IsNetworkCause;
 
@@ -59,15 +50,13 @@ int Priority(const diag::Diagnosis& d) {
     return d.findings.empty() ? 0 : d.findings.front().priority;
 }
 
-NodeVerdict DiagnoseSources(
-    const DecisionInput& in, const std::string& node,
-    const std::vector<std::pair<std::string, const std::vector<std::string>*>>& sources,
-    const std::vector<diag::HistoryRecord>& history) {
+// Diagnoses evidence as a node found it: the analyzers run here, on a copy, never a rescan.
+NodeVerdict DiagnoseEvidence(const DecisionInput& in, const std::string& node,
+                             diag::EvidenceSet evidence,
+                             const std::vector<diag::HistoryRecord>& history) {
     NodeVerdict v;
     v.node = node;
-    for (const auto& [name, lines] : sources) {
-        in.scanner->ScanText(Join(*lines), name, &v.evidence);
-    }
+    v.evidence = std::move(evidence);
     diag::Analyze(&v.evidence);
     diag::DiagnoseOptions options;
     options.node = node;
@@ -124,24 +113,26 @@ namespace {
 
 // 1 and 2: diagnoses each node's own evidence (kernel, NVML, health) into out.verdicts and the
 // job's output, gathered from every report that read it, into out.job_output.
-void DiagnoseEvidence(const DecisionInput& in, JobDecision* decision) {
+void DiagnoseReports(const DecisionInput& in, JobDecision* decision) {
     JobDecision& out = *decision;
     std::map<std::string, const std::vector<diag::HistoryRecord>*> history;
     for (const auto& [node, records] : in.history) history[node] = &records;
     static const std::vector<diag::HistoryRecord> kNoHistory;
 
     // 1. Each node's own evidence; 2. the job's output.
-    std::vector<std::string> job_output;
+    diag::EvidenceSet job_output;
+    bool job_output_read = false;
     for (const NodeReport& r : in.reports) {
         auto h = history.find(r.node);
-        out.verdicts.push_back(DiagnoseSources(
-            in, r.node, {{"kernel", &r.kernel}, {"nvml", &r.nvml}, {"health", &r.health}},
-            h == history.end() ? kNoHistory : *h->second));
-        if (r.job_output_read)
-            job_output.insert(job_output.end(), r.job_output.begin(), r.job_output.end());
+        out.verdicts.push_back(
+            DiagnoseEvidence(in, r.node, r.evidence, h == history.end() ? kNoHistory : *h->second));
+        if (r.job_output_read) {
+            diag::MergeEvidence(&job_output, r.job_output);
+            job_output_read = true;
+        }
     }
-    if (!job_output.empty()) {
-        out.job_output = DiagnoseSources(in, "", {{"job-output", &job_output}}, kNoHistory);
+    if (job_output_read && !job_output.items.empty()) {
+        out.job_output = DiagnoseEvidence(in, "", std::move(job_output), kNoHistory);
         out.job_output->diagnosis.culprit.node.clear();
         // The job's output may name a host (NCCL, "fallen off the bus" from one rank).
         const diag::Diagnosis& jd = out.job_output->diagnosis;
@@ -230,7 +221,6 @@ void PlanNodes(const DecisionInput& in, JobDecision* decision) {
         plan.rule = d.rule;
         plan.actions = d.actions;
         plan.why = ReasonFor(d, in.job.job);
-        plan.reason = FormatReason(plan.why);
         out.plans.push_back(std::move(plan));
     }
 }
@@ -333,7 +323,6 @@ void PlanLemons(const DecisionInput& in, JobDecision* decision) {
                                {"job", in.job.job}};
             plan.why.note = std::to_string(count) + " unexplained job failures within " + days +
                             "; deep checks needed";
-            plan.reason = FormatReason(plan.why);
             out.plans.push_back(std::move(plan));
         }
     }
@@ -422,7 +411,7 @@ void DecideRequeue(const DecisionInput& in, bool requeue_by_rule, JobDecision* d
 
 JobDecision Decide(const DecisionInput& in) {
     JobDecision out;
-    DiagnoseEvidence(in, &out);
+    DiagnoseReports(in, &out);
     const bool requeue_by_rule = DecideCause(&out);
     PlanNodes(in, &out);
     CorrelateNetwork(in, &out);

@@ -243,76 +243,114 @@ std::string ExpandOutputPattern(const std::string& pattern, const OutputPatternV
     return out;
 }
 
-std::vector<std::string> NvmlDeltaLines(const health::NodeSnapshot& before,
-                                        const health::NodeSnapshot& after) {
-    std::vector<std::string> lines;
-    if (!before.driver_present || !after.driver_present) return lines;
+namespace {
+
+diag::Evidence NvmlDelta(const std::string& gpu, const char* counter, std::string text) {
+    diag::Evidence e;
+    e.signature = diag::kNvmlDeltaSignature;
+    e.text = "gpu " + gpu + " " + std::move(text);
+    e.SetField("gpu", gpu);
+    e.SetField("counter", counter);
+    return e;
+}
+
+// Counters that grew, flags that appeared and links that went down on one GPU.
+void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
+               std::vector<diag::Evidence>* out) {
+    const std::string& pci = g.pci_bus_id;
+    auto grew = [&](const char* counter, std::uint64_t x, std::uint64_t y) {
+        if (y <= x) return;
+        diag::Evidence e =
+            NvmlDelta(pci, counter,
+                      std::string(counter) + " increased by " + std::to_string(y - x) + " (from " +
+                          std::to_string(x) + " to " + std::to_string(y) + ") during the job");
+        e.SetField("before", std::to_string(x));
+        e.SetField("after", std::to_string(y));
+        out->push_back(std::move(e));
+    };
+    auto cmp = [&](const char* name, const std::optional<std::uint64_t>& x,
+                   const std::optional<std::uint64_t>& y) {
+        if (x && y) grew(name, *x, *y);
+    };
+    cmp("ecc_uncorrected_volatile", g.ecc_uncorrected_volatile, a.ecc_uncorrected_volatile);
+    cmp("ecc_uncorrected_sram", g.ecc_uncorrected_sram, a.ecc_uncorrected_sram);
+    cmp("ecc_uncorrected_dram", g.ecc_uncorrected_dram, a.ecc_uncorrected_dram);
+    cmp("retired_pages_dbe", g.retired_pages_dbe, a.retired_pages_dbe);
+    if (g.remapped_rows && a.remapped_rows) {
+        grew("remapped_rows_uncorrectable", g.remapped_rows->uncorrectable,
+             a.remapped_rows->uncorrectable);
+        if (!g.remapped_rows->failure && a.remapped_rows->failure) {
+            diag::Evidence e = NvmlDelta(pci, "remapped_rows_failure",
+                                         "remapped_rows_failure appeared during the job");
+            e.SetField("before", "0");
+            e.SetField("after", "1");
+            out->push_back(std::move(e));
+        }
+    }
+    if (a.recovery_action && *a.recovery_action != 0 &&
+        (!g.recovery_action || *g.recovery_action == 0)) {
+        const std::string action = std::to_string(*a.recovery_action);
+        diag::Evidence e = NvmlDelta(pci, "recovery_action",
+                                     "recovery_action " + action + " appeared during the job");
+        e.SetField("before", "0");
+        e.SetField("after", action);
+        out->push_back(std::move(e));
+    }
+    for (const auto& link : g.nvlinks) {
+        for (const auto& l2 : a.nvlinks) {
+            if (l2.link != link.link || !link.active || l2.active) continue;
+            const std::string n = std::to_string(link.link);
+            diag::Evidence e =
+                NvmlDelta(pci, "nvlink", "nvlink " + n + " went down during the job");
+            e.SetField("link", n);
+            e.SetField("before", "up");
+            e.SetField("after", "down");
+            out->push_back(std::move(e));
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<diag::Evidence> NvmlDeltaEvidence(const health::NodeSnapshot& before,
+                                              const health::NodeSnapshot& after) {
+    std::vector<diag::Evidence> out;
+    if (!before.driver_present || !after.driver_present) return out;
     std::map<std::string, const health::GpuSnapshot*> now;
     for (const auto& g : after.gpus) now[g.pci_bus_id] = &g;
-    auto grew = [&](const std::string& pci, const char* counter, std::uint64_t a, std::uint64_t b) {
-        if (b <= a) return;
-        lines.push_back("autoheal-nvml: gpu " + pci + " " + counter + " increased by " +
-                        std::to_string(b - a) + " (from " + std::to_string(a) + " to " +
-                        std::to_string(b) + ") during the job");
-    };
     for (const auto& g : before.gpus) {
         auto it = now.find(g.pci_bus_id);
         if (it == now.end()) {
-            // The form nvidia-smi prints, which the nvml-gpu-lost signature matches.
-            lines.push_back("Unable to determine the device handle for GPU" + g.pci_bus_id +
-                            ": GPU is lost");
+            out.push_back(NvmlDelta(g.pci_bus_id, "gpu_lost",
+                                    "is lost: NVML no longer finds it (it was there at the "
+                                    "job's start)"));
             continue;
         }
-        const health::GpuSnapshot& a = *it->second;
-        const std::string& pci = g.pci_bus_id;
-        auto cmp = [&](const char* name, const std::optional<std::uint64_t>& x,
-                       const std::optional<std::uint64_t>& y) {
-            if (x && y) grew(pci, name, *x, *y);
-        };
-        cmp("ecc_uncorrected_volatile", g.ecc_uncorrected_volatile, a.ecc_uncorrected_volatile);
-        cmp("ecc_uncorrected_sram", g.ecc_uncorrected_sram, a.ecc_uncorrected_sram);
-        cmp("ecc_uncorrected_dram", g.ecc_uncorrected_dram, a.ecc_uncorrected_dram);
-        if (g.retired_pages_dbe && a.retired_pages_dbe) {
-            grew(pci, "retired_pages_dbe", *g.retired_pages_dbe, *a.retired_pages_dbe);
-        }
-        if (g.remapped_rows && a.remapped_rows) {
-            grew(pci, "remapped_rows_uncorrectable", g.remapped_rows->uncorrectable,
-                 a.remapped_rows->uncorrectable);
-            if (!g.remapped_rows->failure && a.remapped_rows->failure) {
-                lines.push_back("autoheal-nvml: gpu " + pci +
-                                " remapped_rows_failure appeared during the job");
-            }
-        }
-        if (a.recovery_action && *a.recovery_action != 0 &&
-            (!g.recovery_action || *g.recovery_action == 0)) {
-            lines.push_back("autoheal-nvml: gpu " + pci + " recovery_action " +
-                            std::to_string(*a.recovery_action) + " appeared during the job");
-        }
-        for (const auto& link : g.nvlinks) {
-            for (const auto& l2 : a.nvlinks) {
-                if (l2.link == link.link && link.active && !l2.active) {
-                    lines.push_back("autoheal-nvml: gpu " + pci + " nvlink " +
-                                    std::to_string(link.link) + " went down during the job");
-                }
-            }
-        }
+        GpuDeltas(g, *it->second, &out);
     }
-    return lines;
+    for (std::size_t i = 0; i < out.size(); ++i) out[i].line = i + 1;
+    return out;
 }
 
-std::vector<std::string> HealthFailureLines(const health::HealthReport& report) {
-    std::vector<std::string> lines;
+std::vector<diag::Evidence> HealthCheckEvidence(const health::HealthReport& report) {
+    std::vector<diag::Evidence> out;
     for (const health::CheckResult& r : report.results) {
         if (r.status != health::Status::kFail) continue;
-        std::string line = "autoheal-health: check " + r.check + " failed";
-        if (!r.gpu.empty()) line += " on gpu " + r.gpu;
-        line += ": " + r.summary;
-        for (char& c : line) {
+        diag::Evidence e;
+        e.signature = diag::kHealthCheckSignature;
+        e.line = out.size() + 1;
+        e.text = "check " + r.check + " failed" + (r.gpu.empty() ? "" : " on gpu " + r.gpu) + ": " +
+                 r.summary;
+        for (char& c : e.text) {
             if (c == '\n' || c == '\r') c = ' ';
         }
-        lines.push_back(std::move(line));
+        e.SetField("check", r.check);
+        if (!r.gpu.empty()) e.SetField("gpu", r.gpu);
+        e.SetField("verdict", std::string(health::StatusName(r.status)));
+        if (!r.reason.empty()) e.SetField("reason", r.reason);
+        out.push_back(std::move(e));
     }
-    return lines;
+    return out;
 }
 
 }  // namespace autoheal::remediation

@@ -1,9 +1,11 @@
 #include "autoheal/remediation/job_records.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "autoheal/health/runner.h"
 #include "autoheal/remediation/decision.h"
 
 namespace autoheal::remediation {
@@ -60,17 +62,168 @@ bool Bool(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+
+// Each item is a list, [signature, source, line, text, field, value, field, value, ...]:
+// lists parse several times faster than objects, and a 2,048-node job's controller parses
+// tens of thousands of items. The text is null when it is the previous item's of the same source
+// and line (one line several signatures matched).
+nlohmann::json EvidenceSetJson(const diag::EvidenceSet& set) {
+    nlohmann::json items = nlohmann::json::array();
+    const diag::Evidence* previous = nullptr;
+    for (const diag::Evidence& e : set.items) {
+        nlohmann::json item = nlohmann::json::array();
+        item.push_back(e.signature);
+        item.push_back(e.source < set.sources.size() ? set.sources[e.source] : "");
+        item.push_back(e.line);
+        const bool same_line = previous != nullptr && previous->source == e.source &&
+                               previous->line == e.line && previous->text == e.text;
+        item.push_back(same_line ? nlohmann::json() : nlohmann::json(e.text));
+        for (const auto& [k, v] : e.fields) {
+            item.push_back(k);
+            item.push_back(v);
+        }
+        items.push_back(std::move(item));
+        previous = &e;
+    }
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& [signature, n] : set.counts) counts[signature] = n;
+    return {{"items", std::move(items)},
+            {"counts", std::move(counts)},
+            {"lines", set.lines},
+            {"bytes", set.bytes}};
+}
+
+// One item of `set` (its text may be the previous item's).
+Result<bool> AddItemFrom(const nlohmann::json& item, diag::EvidenceSet* set) {
+    if (!item.is_array() || item.size() < 4 || item.size() % 2 != 0) {
+        return MakeError(ErrorCode::kInvalid,
+                         "not a list [signature, source, line, text, field, value, ...]");
+    }
+    if (!item[0].is_string() || item[0].get_ref<const std::string&>().empty()) {
+        return MakeError(ErrorCode::kInvalid, "no signature");
+    }
+    if (!item[1].is_string() || item[1].get_ref<const std::string&>().empty()) {
+        return MakeError(ErrorCode::kInvalid, "no source");
+    }
+    if (!item[2].is_number_unsigned()) return MakeError(ErrorCode::kInvalid, "no line number");
+    if (!item[3].is_string() && !item[3].is_null()) {
+        return MakeError(ErrorCode::kInvalid, "text is neither text nor null");
+    }
+    const std::string& source = item[1].get_ref<const std::string&>();
+    diag::Evidence e;
+    e.signature = item[0].get<std::string>();
+    e.line = item[2].get<std::size_t>();
+    const diag::Evidence* previous = set->items.empty() ? nullptr : &set->items.back();
+    if (item[3].is_string()) {
+        e.text = item[3].get<std::string>();
+    } else if (previous != nullptr && set->sources[previous->source] == source &&
+               previous->line == e.line) {
+        e.text = previous->text;
+    }
+    for (std::size_t f = 4; f + 1 < item.size(); f += 2) {
+        if (!item[f].is_string() || !item[f + 1].is_string()) {
+            return MakeError(ErrorCode::kInvalid, "a field or value that is not text");
+        }
+        e.fields.emplace_back(item[f].get<std::string>(), item[f + 1].get<std::string>());
+    }
+    diag::AddEvidence(set, source, std::move(e));
+    return true;
+}
+
+Result<diag::EvidenceSet> EvidenceSetFrom(const nlohmann::json& j) {
+    diag::EvidenceSet set;
+    if (j.is_null()) return set;
+    if (!j.is_object()) return MakeError(ErrorCode::kInvalid, "not an object");
+    static const nlohmann::json kNone = nlohmann::json::array();
+    auto found = j.find("items");
+    const nlohmann::json& items = found == j.end() ? kNone : *found;
+    if (!items.is_array()) return MakeError(ErrorCode::kInvalid, "items: not a list");
+    set.items.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        auto added = AddItemFrom(items[i], &set);
+        if (!added) {
+            return MakeError(ErrorCode::kInvalid,
+                             "item " + std::to_string(i + 1) + ": " + added.error());
+        }
+    }
+    // The uncapped counts replace those of the kept items.
+    if (j.contains("counts") && j["counts"].is_object()) {
+        set.counts.clear();
+        for (const auto& [signature, n] : j["counts"].items()) {
+            if (n.is_number_unsigned()) set.counts.emplace_back(signature, n.get<std::uint64_t>());
+        }
+    }
+    set.lines =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, Int(j, "lines", std::int64_t{0})));
+    set.bytes =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, Int(j, "bytes", std::int64_t{0})));
+    return set;
+}
+
+// "version N" as found in a record, or nullopt when it has none. A version that is not a
+// whole number is reported as such.
+Result<std::optional<int>> RecordVersion(const nlohmann::json& j) {
+    if (!j.contains("version")) return std::optional<int>();
+    if (!j["version"].is_number_integer()) {
+        return MakeError(ErrorCode::kInvalid,
+                         "version is not a whole number: " + j["version"].dump());
+    }
+    return std::optional<int>(Int(j, "version", -1));
+}
+
+// A record's JSON object, refused when it is not one or its version is not `known`. Without a
+// version field it is version 1, refused unless `unversioned_is_v1` (node reports: version 1
+// carried log lines).
+Result<nlohmann::json> ParseRecord(const std::string& text, const char* record, int known,
+                                   bool unversioned_is_v1) {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        return MakeError(ErrorCode::kInvalid, std::string(record) + ": not a JSON object");
+    }
+    auto version = RecordVersion(j);
+    if (!version)
+        return MakeError(ErrorCode::kInvalid, std::string(record) + ": " + version.error());
+    if (!*version && !unversioned_is_v1) {
+        return MakeError(ErrorCode::kInvalid,
+                         std::string(record) +
+                             ": version 1 (no version field) is not read: it carries evidence "
+                             "as log lines; this autoheal reads version " +
+                             std::to_string(known) + " (upgrade autoheal on the node)");
+    }
+    const int v = version->value_or(1);
+    if (v != known) {
+        return MakeError(ErrorCode::kInvalid,
+                         std::string(record) + ": version " + std::to_string(v) +
+                             " is not read: this autoheal reads version " + std::to_string(known));
+    }
+    return j;
+}
+
+}  // namespace
+
+std::string EvidenceSetToJson(const diag::EvidenceSet& set) {
+    return EvidenceSetJson(set).dump(-1, ' ', false, kReplace);
+}
+
+Result<diag::EvidenceSet> EvidenceSetFromJson(const std::string& json) {
+    auto j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_discarded()) return MakeError(ErrorCode::kInvalid, "not JSON");
+    return EvidenceSetFrom(j);
+}
+
 std::string NodeReportToJson(const NodeReport& r) {
     nlohmann::json j;
+    j["version"] = r.version;
     j["job"] = r.job;
     j["node"] = r.node;
     j["restart"] = r.restart;
     j["time"] = r.time;
     j["exit_code"] = r.exit_code;
-    j["kernel"] = r.kernel;
-    j["nvml"] = r.nvml;
-    j["health"] = r.health;
-    j["job_output"] = r.job_output;
+    j["evidence"] = EvidenceSetJson(r.evidence);
+    j["job_output"] = EvidenceSetJson(r.job_output);
     j["job_output_read"] = r.job_output_read;
     j["gpus"] = nlohmann::json::array();
     for (const GpuIdentity& g : r.gpus) {
@@ -80,22 +233,27 @@ std::string NodeReportToJson(const NodeReport& r) {
     j["local_cause"] = r.local_cause;
     j["problems"] = r.problems;
     // Invalid UTF-8 from a log is replaced rather than refused.
-    return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return j.dump(-1, ' ', false, kReplace);
 }
 
 Result<NodeReport> NodeReportFromJson(const std::string& json) {
-    auto j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return MakeError("not a JSON object");
+    auto parsed = ParseRecord(json, "node report", kNodeReportVersion, false);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
     NodeReport r;
     r.job = Str(j, "job");
     r.node = Str(j, "node");
     r.restart = Int(j, "restart", 0);
     r.time = Int(j, "time", std::int64_t{0});
     r.exit_code = Str(j, "exit_code");
-    r.kernel = Strings(j, "kernel");
-    r.nvml = Strings(j, "nvml");
-    r.health = Strings(j, "health");
-    r.job_output = Strings(j, "job_output");
+    for (auto [key, set] : {std::pair{"evidence", &r.evidence}, {"job_output", &r.job_output}}) {
+        auto read = EvidenceSetFrom(j.value(key, nlohmann::json()));
+        if (!read) {
+            return MakeError(ErrorCode::kInvalid,
+                             "node report: " + std::string(key) + ": " + read.error());
+        }
+        *set = std::move(*read);
+    }
     r.job_output_read = Bool(j, "job_output_read");
     if (j.contains("gpus") && j["gpus"].is_array()) {
         for (const auto& g : j["gpus"]) {
@@ -105,8 +263,44 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
     }
     r.local_cause = Str(j, "local_cause");
     r.problems = Strings(j, "problems");
-    if (r.node.empty()) return MakeError("no node named");
+    if (r.node.empty()) return MakeError(ErrorCode::kInvalid, "no node named");
     return r;
+}
+
+std::string PrologBaselineToJson(const PrologBaseline& b, const health::HealthReport* report) {
+    nlohmann::json j = report != nullptr
+                           ? nlohmann::json::parse(health::ReportToJson(*report), nullptr, false)
+                           : nlohmann::json::object();
+    if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+    j["version"] = b.version;
+    j["time"] = b.time;
+    j["kernel_cursor"] = b.kernel_cursor;
+    if (b.snapshot) {
+        j["snapshot"] = nlohmann::json::parse(health::SnapshotToJson(*b.snapshot), nullptr, false);
+    } else {
+        j.erase("snapshot");
+    }
+    return j.dump(-1, ' ', false, kReplace) + "\n";
+}
+
+Result<PrologBaseline> PrologBaselineFromJson(const std::string& json) {
+    auto parsed = ParseRecord(json, "prolog baseline", kPrologBaselineVersion, true);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
+    PrologBaseline b;
+    b.time = Int(j, "time", std::int64_t{0});
+    if (j.contains("kernel_cursor") && !j["kernel_cursor"].is_string()) {
+        return MakeError(ErrorCode::kInvalid, "prolog baseline: kernel_cursor is not text");
+    }
+    b.kernel_cursor = Str(j, "kernel_cursor");
+    if (j.contains("snapshot")) {
+        b.snapshot = health::SnapshotFromJson(j["snapshot"].dump());
+        if (!b.snapshot) {
+            return MakeError(ErrorCode::kInvalid,
+                             "prolog baseline: snapshot is not an NVML snapshot");
+        }
+    }
+    return b;
 }
 
 std::string DecisionRecordToJson(const DecisionRecord& d) {
@@ -119,7 +313,8 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
     for (const NodeAction& a : d.node_actions) {
         node_actions.push_back({{"node", a.node}, {"action", a.action}, {"gpu", a.gpu}});
     }
-    return nlohmann::json{{"node_actions", node_actions},
+    return nlohmann::json{{"version", d.version},
+                          {"node_actions", node_actions},
                           {"explanation", d.explanation},
                           {"requeue", d.requeue},
                           {"cause", d.cause},
@@ -127,12 +322,13 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
                           {"outcome", d.outcome},
                           {"culprits", d.culprits},
                           {"facts", facts}}
-        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        .dump(-1, ' ', false, kReplace);
 }
 
 Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
-    auto j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return MakeError("not a JSON object");
+    auto parsed = ParseRecord(json, "decision record", kDecisionRecordVersion, true);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
     DecisionRecord d;
     d.explanation = Str(j, "explanation");
     d.requeue = Bool(j, "requeue");

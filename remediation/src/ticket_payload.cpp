@@ -1,6 +1,22 @@
 #include "autoheal/remediation/ticket_payload.h"
 
+#include "autoheal/diag/taxonomy.h"
+
 namespace autoheal::remediation {
+namespace {
+
+// The texts of a source's evidence items, in order (a ticket's "health" and "nvml" lines).
+std::vector<std::string> SourceTexts(const diag::EvidenceSet& set, const std::string& source) {
+    std::vector<std::string> texts;
+    for (const diag::Evidence& e : set.items) {
+        if (e.source < set.sources.size() && set.sources[e.source] == source) {
+            texts.push_back(e.text);
+        }
+    }
+    return texts;
+}
+
+}  // namespace
 
 nlohmann::json TicketPayload(const std::string& kind, const JobDecision& d, const NodePlan* plan,
                              const NodeVerdict* verdict, const NodeReport* report,
@@ -22,14 +38,14 @@ nlohmann::json TicketPayload(const std::string& kind, const JobDecision& d, cons
                         {"pci", g.pci}, {"uuid", g.uuid}, {"serial", g.serial}, {"model", g.name}};
                 }
             }
-            j["health"] = report->health;
-            j["nvml"] = report->nvml;
+            j["health"] = SourceTexts(report->evidence, "health");
+            j["nvml"] = SourceTexts(report->evidence, "nvml");
         }
     }
     if (d.network && plan == nullptr) {
         j["switch"] = d.network->name;
         j["nodes"] = d.network->nodes;
-        j["cause"] = "network_switch_cable";
+        j["cause"] = std::string(diag::ToString(diag::Cause::kNetworkSwitchCable));
     }
     j["evidence"] = nlohmann::json::array();
     if (verdict != nullptr) {

@@ -40,19 +40,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     }
 
-    // The bytes as evidence lines of a report being written.
+    // The bytes as evidence items of a report being written.
     const std::vector<std::string> lines = autoheal::fuzz::Lines(text);
     rem::NodeReport r;
     r.node = "gpu-node-07";
     r.job = lines.empty() ? "" : lines.front();
     r.restart = static_cast<int>(size % 1000);
-    r.kernel = lines;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        autoheal::diag::Evidence e;
+        e.signature = "xid";
+        e.line = i + 1;
+        e.text = lines[i];
+        e.SetField("xid", lines[i]);
+        autoheal::diag::AddEvidence(&r.evidence, "kernel", std::move(e));
+    }
     r.gpus.push_back({text, text, "1650", "NVIDIA H100"});
     auto back = rem::NodeReportFromJson(rem::NodeReportToJson(r));
     if (!back) Fail("a written NodeReport does not parse: " + back.error());
-    if (back->kernel.size() != r.kernel.size() || back->gpus.size() != 1 ||
+    if (back->evidence.items.size() != r.evidence.items.size() || back->gpus.size() != 1 ||
         back->restart != r.restart) {
-        Fail("a written NodeReport lost lines or fields");
+        Fail("a written NodeReport lost evidence or fields");
     }
     rem::DecisionRecord d;
     d.explanation = text;

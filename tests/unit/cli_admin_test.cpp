@@ -189,9 +189,15 @@ TEST_F(CliAdmin, ReplayShowsWhatAnotherRuleSetWouldHaveDone) {
         rep.node = node;
         rep.time = time(nullptr) - 5;
         if (node == "node2") {
-            rep.kernel = {
+            diag::Evidence xid;  // as the node epilog's scan of its kernel log gives it
+            xid.signature = "xid";
+            xid.line = 1;
+            xid.text =
                 "[10.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has "
-                "fallen off the bus."};
+                "fallen off the bus.";
+            xid.SetField("pci", "0000:3b:00");
+            xid.SetField("xid", "79");
+            diag::AddEvidence(&rep.evidence, "kernel", xid);
         }
         std::ofstream(run / (node + ".epilog.json")) << remediation::NodeReportToJson(rep);
     }

@@ -146,7 +146,10 @@ TEST(CliRules, ExplainCauseRuleAndSignature) {
     EXPECT_EQ(rule.exit_code, 0);
     EXPECT_THAT(rule.out, HasSubstr("escalates after 3 jobs on the same gpu within 7d"));
     auto sig = RunProcess({kCli, "rules", "explain", "nccl-ranks-desync", "--rules", kRules});
-    EXPECT_THAT(sig.out, HasSubstr("built-in analyzer"));
+    EXPECT_THAT(sig.out, HasSubstr("signature nccl-ranks-desync (built-in)"));
+    auto kind = RunProcess({kCli, "rules", "explain", "health-check", "--rules", kRules});
+    EXPECT_THAT(kind.out, HasSubstr("fields: gpu, check, verdict, reason"));
+    EXPECT_THAT(kind.out, HasSubstr("example: gpu=0000:3b:00.0 check=gemm-bf16"));
     EXPECT_EQ(RunProcess({kCli, "rules", "explain", "nonesuch", "--rules", kRules}).exit_code, 1);
 }
 
@@ -185,7 +188,7 @@ TEST(CliRules, CatalogPrintsCausesActionsAndOutcomesWithTheirColumns) {
     for (const auto& o : j["outcomes"]) outcomes.push_back(o["name"]);
     EXPECT_THAT(outcomes, ::testing::IsSupersetOf({"done", "already", "admin-owned", "failed",
                                                    "held", "dry-run", "opened", "logged", "on-node",
-                                                   "raised", "not-out"}));
+                                                   "refused", "raised", "not-out"}));
     EXPECT_EQ(j["run_outcomes"].size(), 5u);
 
     auto text = RunProcess({kCli, "rules", "catalog"});

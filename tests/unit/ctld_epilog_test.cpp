@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "autoheal/remediation/node_reason.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/slurm_retry.h"
 #include "epilog_test_env.h"
@@ -30,12 +31,13 @@ class CtldEpilogTest : public ::testing::Test, public EpilogTestEnv {};
 // 1. Xid 79 mid-job: drained and rebooted, the job requeued once excluding the node.
 TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) {
     FailedJob(77, {"node1", "node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     auto out = RunController();
     ASSERT_TRUE(out.ok) << out.summary;
     EXPECT_TRUE(slurm.node("node2").drained);
     EXPECT_TRUE(slurm.node("node2").reboot_pending);
-    EXPECT_THAT(slurm.node("node2").reason, StartsWith("autoheal: faulty_gpu gpu=0000:3b:00.0"));
+    EXPECT_THAT(slurm.node("node2").reason,
+                StartsWith("autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0"));
     EXPECT_FALSE(slurm.node("node1").Out());
     EXPECT_EQ(slurm.Count("requeue"), 1);
     EXPECT_EQ(slurm.job(77).restart_count, 1);
@@ -58,11 +60,40 @@ TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) 
     EXPECT_TRUE(node_incident);
 }
 
+// The drain and reboot reasons carry the node's incident: `inc=` is the id the store holds for
+// node2's incident, and the drain's recorded detail is the reason Slurm was given.
+TEST_F(CtldEpilogTest, TheDrainReasonNamesTheNodesIncident) {
+    FailedJob(77, {"node1", "node2"});
+    Kernel("node2", {kXid79});
+    ASSERT_TRUE(RunController().ok);
+    std::int64_t incident = 0;
+    for (const IncidentRow& i : Incidents()) {
+        if (i.node == "node2") incident = i.id;
+    }
+    ASSERT_GT(incident, 0);
+    const std::string reason = slurm.node("node2").reason;
+    EXPECT_EQ(reason,
+              "autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0 rule=xid-79-fallen-off-bus "
+              "job=77 inc=" +
+                  std::to_string(incident));
+    const auto parsed = ParseReason(reason);
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->incident, incident);
+    EXPECT_EQ(parsed->cause, diag::Cause::kFaultyGpu);
+    int recorded = 0;
+    const std::vector<ActionRow> rows = store->Actions(0, "node2").value();
+    for (const ActionRow& a : rows) {
+        if (a.incident_id != incident || (a.action != "drain" && a.action != "reboot")) continue;
+        EXPECT_EQ(a.detail, reason) << a.action;
+        ++recorded;
+    }
+    EXPECT_EQ(recorded, 2);
+}
+
 // 2a. The job's own Python exception: no node action, no requeue, a clear explanation.
 TEST_F(CtldEpilogTest, PythonExceptionIsTheJobsOwnBug) {
     FailedJob(77, {"node1"});
-    Report("node1").job_output_read = true;
-    Report("node1").job_output = {"ZeroDivisionError: division by zero"};
+    JobOutput("node1", {"ZeroDivisionError: division by zero"});
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.Count("requeue"), 0);
     EXPECT_EQ(slurm.Count("drain"), 0);
@@ -76,14 +107,11 @@ TEST_F(CtldEpilogTest, PythonExceptionIsTheJobsOwnBug) {
 // 2b. An Xid 13 burst with the application's illegal address: the job's fault, not the node's.
 TEST_F(CtldEpilogTest, Xid13BurstIsNotTheNodesFault) {
     FailedJob(77, {"node1"});
-    for (int i = 0; i < 5; ++i) {
-        Report("node1").kernel.push_back(
-            XidLine(13, "0000:3b:00",
-                    "Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of Range Address"));
-    }
-    Report("node1").job_output_read = true;
-    Report("node1").job_output = {
-        "RuntimeError: CUDA error: an illegal memory access was encountered"};
+    Kernel("node1", std::vector<std::string>(
+                        5, XidLine(13, "0000:3b:00",
+                                   "Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of "
+                                   "Range Address")));
+    JobOutput("node1", {"RuntimeError: CUDA error: an illegal memory access was encountered"});
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.Count("requeue"), 0);
     EXPECT_EQ(slurm.Count("drain"), 0);
@@ -94,15 +122,16 @@ TEST_F(CtldEpilogTest, Xid13BurstIsNotTheNodesFault) {
 // 3. NCCL watchdog timeouts on every rank, hardware evidence on one node: only it is blamed.
 TEST_F(CtldEpilogTest, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidence) {
     FailedJob(77, {"node1", "node2", "node3", "node4"});
-    Report("node1").job_output_read = true;
+    std::vector<std::string> ranks;
     for (int rank = 0; rank < 4; ++rank) {
-        Report("node1").job_output.push_back(
+        ranks.push_back(
             "[Rank " + std::to_string(rank) +
             "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15804, "
             "OpType=ALLREDUCE, NumelIn=25165824, NumelOut=25165824, Timeout(ms)=600000) ran for "
             "600047 milliseconds before timing out.");
     }
-    Report("node3").kernel = {XidLine(79, "0000:5d:00", "GPU has fallen off the bus.")};
+    JobOutput("node1", ranks);
+    Kernel("node3", {XidLine(79, "0000:5d:00", "GPU has fallen off the bus.")});
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.job(77).exc_nodes, "node3");
     EXPECT_THAT(slurm.job(77).admin_comment,
@@ -117,13 +146,14 @@ TEST_F(CtldEpilogTest, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidenc
 TEST_F(CtldEpilogTest, TwoNodesUnderOneLeafLosingNetworkIsOneSwitchIncident) {
     FailedJob(77, {"node1", "node2"});
     for (const char* n : {"node1", "node2"}) {
-        Report(n).kernel = {
-            "Nov 29 10:00:00 gpu-host kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+        Kernel(
+            n,
+            {"Nov 29 10:00:00 gpu-host kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"});
     }
-    Report("node1").job_output_read = true;
-    Report("node1").job_output = {
-        "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<59632> with error 12, opcode 0, "
-        "len 0, vendor err 129 (Recv)"};
+    JobOutput(
+        "node1",
+        {"NCCL WARN NET/IB : Got completion from peer 10.0.0.2<59632> with error 12, opcode 0, "
+         "len 0, vendor err 129 (Recv)"});
     ASSERT_TRUE(RunController().ok);
     std::vector<std::string> switches;
     for (const IncidentRow& i : Incidents()) {
@@ -142,7 +172,7 @@ TEST_F(CtldEpilogTest, TwoNodesUnderOneLeafLosingNetworkIsOneSwitchIncident) {
 // 5. Faults everywhere: the breaker (2 of 4 nodes) holds the rest, alerts and quarantines.
 TEST_F(CtldEpilogTest, FaultsEverywhereTripTheBreaker) {
     FailedJob(77, {"node1", "node2", "node3", "node4"});
-    for (NodeReport& r : reports) r.kernel = {kXid79};
+    for (const NodeReport& r : reports) Kernel(r.node, {kXid79});
     ASSERT_TRUE(RunController().ok);
     int drained = 0;
     for (const char* n : {"node1", "node2", "node3", "node4"}) drained += slurm.node(n).drained;
@@ -162,7 +192,7 @@ TEST_F(CtldEpilogTest, AdminDrainedNodeIsNeverTouched) {
     FailedJob(77, {"node1"});
     slurm.node("node1").drained = true;
     slurm.node("node1").reason = "admin: replacing fan";
-    Report("node1").kernel = {kXid79};
+    Kernel("node1", {kXid79});
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.node("node1").reason, "admin: replacing fan");
     EXPECT_EQ(slurm.Count("drain"), 0);
@@ -174,7 +204,7 @@ TEST_F(CtldEpilogTest, AdminDrainedNodeIsNeverTouched) {
 // 7. At its requeue cap the job stays down with an explanation.
 TEST_F(CtldEpilogTest, RequeueCapStopsAJobThatKeepsFailing) {
     FailedJob(77, {"node3"}, /*cap=*/1, /*restart=*/1);
-    Report("node3").kernel = {kXid79};
+    Kernel("node3", {kXid79});
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.Count("requeue"), 0);
     EXPECT_EQ(Decision(1)->explanation,
@@ -201,7 +231,7 @@ TEST_F(CtldEpilogTest, TicketWebhookDownLeavesTheTicketQueued) {
                                 "test", config.state_dir)
                   .value();
     FailedJob(77, {"node1"});
-    Report("node1").kernel = {XidLine(64, "0000:3b:00", "Row remapping failed")};
+    Kernel("node1", {XidLine(64, "0000:3b:00", "Row remapping failed")});
     ASSERT_TRUE(RunController().ok);
     auto all = store->Tickets(false).value();
     ASSERT_EQ(all.size(), 1u);
@@ -215,21 +245,20 @@ TEST_F(CtldEpilogTest, TicketWebhookDownLeavesTheTicketQueued) {
 TEST_F(CtldEpilogTest, NodeThatKeepsFailingJobsUnexplainedIsDrainedAsALemon) {
     for (std::uint32_t job = 80; job < 83; ++job) {
         FailedJob(job, {"node2"});
-        Report("node2").job_output_read = true;
-        Report("node2").job_output = {};
+        JobOutput("node2", {});
         ASSERT_TRUE(RunController().ok);
         EXPECT_EQ(slurm.node("node2").drained, job == 82) << "after job " << job;
         clock.Advance(std::chrono::seconds(60));
     }
     EXPECT_THAT(slurm.node("node2").reason,
-                StartsWith("autoheal: lemon: 3 unexplained job failures within 7d"));
+                StartsWith("autoheal: lemon failures=3 within=7d rule=lemon-node job=82 inc="));
 }
 
 // slurmctld restarts while the controller decides: the reads are retried until it answers, and
 // a requeue whose answer was lost is not sent twice.
 TEST_F(CtldEpilogTest, SlurmctldRestartDuringTheDecisionRequeuesOnce) {
     FailedJob(77, {"node1", "node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     slurm.FailNext("get_job", 3);
     slurm.FailNext("list_nodes", 2);
     slurm.LoseNextRequeueAnswer();
@@ -370,11 +399,10 @@ TEST(SlurmErrorCodeTest, MapsSlurmErrnoToCodes) {
 
 TEST_F(CtldEpilogTest, DecideJobRecordsTheRunUnlessRequeuedElsewhere) {
     FailedJob(77, {"node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     WriteReports();
     DecisionInput in;
     in.rules = &engine.rules;
-    in.scanner = engine.scanner.get();
     in.config = &rc;
     in.job.job = "77";
     in.job.nodes = {"node2"};
@@ -397,7 +425,7 @@ TEST_F(CtldEpilogTest, DecideJobRecordsTheRunUnlessRequeuedElsewhere) {
 // An epilog that runs twice on one run records no second incident and requeues nothing twice.
 TEST_F(CtldEpilogTest, TheSameRunDecidedTwiceRecordsAndRequeuesOnce) {
     FailedJob(77, {"node2"});
-    Report("node2").kernel = {XidLine(64, "0000:3b:00", "Row remapping failed")};
+    Kernel("node2", {XidLine(64, "0000:3b:00", "Row remapping failed")});
     ASSERT_TRUE(RunController().ok);
     const auto first = Incidents().size();
     EXPECT_EQ(first, 2u);  // node2's and the job's
@@ -411,7 +439,7 @@ TEST_F(CtldEpilogTest, TheSameRunDecidedTwiceRecordsAndRequeuesOnce) {
 // the decision be recorded; the store says which step failed.
 TEST_F(CtldEpilogTest, AFailingActStillRequeuesAndRecords) {
     FailedJob(77, {"node1", "node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     slurm.ThrowNext("drain");
     auto out = RunController();
     ASSERT_TRUE(out.ok) << out.summary;
@@ -424,7 +452,7 @@ TEST_F(CtldEpilogTest, AFailingActStillRequeuesAndRecords) {
 
 TEST_F(CtldEpilogTest, AFailedDrainIsRecordedAsFailed) {
     FailedJob(77, {"node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     slurm.FailNext("drain", 1, ErrorCode::kInvalid);
     ASSERT_TRUE(RunController().ok);
     EXPECT_THAT(Actions(), Contains("drain node2 failed"));
@@ -433,7 +461,7 @@ TEST_F(CtldEpilogTest, AFailedDrainIsRecordedAsFailed) {
 
 TEST_F(CtldEpilogTest, AFailedRequeueIsExplained) {
     FailedJob(77, {"node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     slurm.FailNext("requeue", 1, ErrorCode::kInvalid);
     ASSERT_TRUE(RunController().ok);
     EXPECT_THAT(Actions(), Contains("requeue 77/run0 failed"));
@@ -444,7 +472,7 @@ TEST_F(CtldEpilogTest, AFailedRequeueIsExplained) {
 TEST_F(CtldEpilogTest, DryRunDecidesAndRecordsButDoesNothing) {
     rc.dry_run = true;
     FailedJob(77, {"node2"});
-    Report("node2").kernel = {kXid79};
+    Kernel("node2", {kXid79});
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.Count("drain"), 0);
     EXPECT_EQ(slurm.Count("requeue"), 0);

@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "autoheal/diag/scanner.h"
 #include "diag_test_util.h"
 
 namespace autoheal::remediation {
@@ -15,11 +14,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-const diag::Scanner& ShippedScanner() {
-    static auto scanner = diag::Scanner::Build(diag::testing::ShippedRules().signatures).value();
-    return *scanner;
-}
 
 std::string Xid(int xid, const std::string& pci, const std::string& msg) {
     return "kernel: NVRM: Xid (PCI:" + pci + "): " + std::to_string(xid) +
@@ -41,7 +35,6 @@ class DecisionTest : public ::testing::Test {
     DecisionTest() {
         config_.breaker = {0.5, 2, 3600};
         in_.rules = &diag::testing::ShippedRules();
-        in_.scanner = &ShippedScanner();
         in_.config = &config_;
         in_.job.job = "77";
         in_.job.failed = true;
@@ -63,18 +56,26 @@ class DecisionTest : public ::testing::Test {
         }
         throw std::runtime_error(node);
     }
+    // What the node epilog puts in its report: the lines the signatures matched, scanned once.
+    void Kernel(const std::string& node, const std::vector<std::string>& lines) {
+        Report(node).evidence = diag::testing::ScanLines(lines, "kernel");
+    }
+    void JobOutput(const std::string& node, const std::vector<std::string>& lines) {
+        Report(node).job_output_read = true;
+        Report(node).job_output = diag::testing::ScanLines(lines, "job-output");
+    }
     RemediationConfig config_;
     DecisionInput in_;
 };
 
 TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
-    Report("node2").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.cause, "faulty_gpu");
     EXPECT_THAT(d.culprits, ElementsAre("node2"));
     ASSERT_EQ(d.plans.size(), 1u);
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
-    EXPECT_EQ(d.plans[0].reason,
+    EXPECT_EQ(FormatReason(d.plans[0].why),
               "autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0 "
               "rule=xid-79-fallen-off-bus job=" +
                   in_.job.job);
@@ -87,10 +88,57 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
               "excluded node2");
 }
 
+// A report's typed items are diagnosed on their fields, never rescanned: the health-check item
+// of a GPU whose GEMM checksum differs from its peers' is silent data corruption on that GPU.
+TEST_F(DecisionTest, TypedHealthCheckEvidenceIsDiagnosedOnItsFields) {
+    diag::AddEvidence(&Report("node2").evidence, "health",
+                      {"health-check",
+                       0,
+                       1,
+                       "check gemm-bf16 failed on gpu 0000:20:00.0: GEMM result differs",
+                       {{"check", "gemm-bf16"},
+                        {"gpu", "0000:20:00.0"},
+                        {"verdict", "fail"},
+                        {"reason", "peer-mismatch"}}});
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.cause, "silent_data_corruption");
+    EXPECT_EQ(d.rule, "epilog-health-wrong-results");
+    EXPECT_THAT(d.culprits, ElementsAre("node2"));
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].gpu, "0000:20:00.0");
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "rma_ticket"));
+    EXPECT_TRUE(d.requeue);
+}
+
+TEST_F(DecisionTest, TypedNvmlDeltaEvidenceIsDiagnosedOnItsFields) {
+    diag::AddEvidence(&Report("node3").evidence, "nvml",
+                      {"nvml-delta",
+                       0,
+                       1,
+                       "gpu 0000:3b:00.0 ecc_uncorrected_volatile increased by 2",
+                       {{"gpu", "0000:3b:00.0"},
+                        {"counter", "ecc_uncorrected_volatile"},
+                        {"before", "0"},
+                        {"after", "2"}}});
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.cause, "gpu_hbm_memory");
+    EXPECT_THAT(d.culprits, ElementsAre("node3"));
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].gpu, "0000:3b:00.0");
+    // A lost GPU is Xid 79's rule.
+    Report("node3").evidence = {};
+    diag::AddEvidence(&Report("node3").evidence, "nvml",
+                      {"nvml-delta", 0, 1, "", {{"gpu", "0000:5d:00.0"}, {"counter", "gpu_lost"}}});
+    d = Decide(in_);
+    EXPECT_EQ(d.rule, "xid-79-fallen-off-bus");
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].gpu, "0000:5d:00.0");
+}
+
 TEST_F(DecisionTest, NcclTimeoutsOnEveryRankBlameOnlyTheNodeWithHardwareEvidence) {
-    Report("node1").job_output_read = true;
+    std::vector<std::string> output;
     for (int rank = 0; rank < 4; ++rank) {
-        Report("node1").job_output.push_back(
+        output.push_back(
             "[rank" + std::to_string(rank) +
             "]:[E1129 11:38:40.882201 1 ProcessGroupNCCL.cpp:616] "
             "[Rank " +
@@ -99,7 +147,8 @@ TEST_F(DecisionTest, NcclTimeoutsOnEveryRankBlameOnlyTheNodeWithHardwareEvidence
             "WorkNCCL(SeqNum=15804, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
             "ran for 600047 milliseconds before timing out.");
     }
-    Report("node3").kernel = {Xid(79, "0000:5d:00", "GPU has fallen off the bus.")};
+    JobOutput("node1", output);
+    Kernel("node3", {Xid(79, "0000:5d:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_THAT(d.culprits, ElementsAre("node3"));
     EXPECT_THAT(d.exclude, ElementsAre("node3"));
@@ -107,20 +156,19 @@ TEST_F(DecisionTest, NcclTimeoutsOnEveryRankBlameOnlyTheNodeWithHardwareEvidence
 }
 
 TEST_F(DecisionTest, NcclTimeoutsAloneBlameNoNode) {
-    Report("node1").job_output_read = true;
-    Report("node1").job_output = {
-        "[rank0]:[E1129 11:38:40.882201 1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
-        "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
-        "NumelOut=1, Timeout(ms)=600000) ran for 600047 milliseconds before timing out."};
+    JobOutput(
+        "node1",
+        {"[rank0]:[E1129 11:38:40.882201 1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+         "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+         "NumelOut=1, Timeout(ms)=600000) ran for 600047 milliseconds before timing out."});
     JobDecision d = Decide(in_);
     EXPECT_THAT(d.culprits, IsEmpty());
     EXPECT_THAT(d.plans, IsEmpty());
 }
 
 TEST_F(DecisionTest, PythonExceptionIsNotRequeued) {
-    Report("node1").job_output_read = true;
-    Report("node1").job_output = {"Traceback (most recent call last):",
-                                  "ZeroDivisionError: division by zero"};
+    JobOutput("node1",
+              {"Traceback (most recent call last):", "ZeroDivisionError: division by zero"});
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.cause, "user_error");
     EXPECT_FALSE(d.requeue);
@@ -130,7 +178,7 @@ TEST_F(DecisionTest, PythonExceptionIsNotRequeued) {
 
 TEST_F(DecisionTest, CapReachedSaysSo) {
     in_.job.restart_count = 3;
-    Report("node4").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    Kernel("node4", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_FALSE(d.requeue);
     EXPECT_EQ(d.explanation,
@@ -141,7 +189,7 @@ TEST_F(DecisionTest, CapReachedSaysSo) {
 
 TEST_F(DecisionTest, NotOptedInIsHandledButNotRequeued) {
     in_.job.auto_resume.reset();
-    Report("node4").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    Kernel("node4", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_FALSE(d.requeue);
     EXPECT_THAT(d.explanation, HasSubstr("the job did not ask for --auto-resume"));
@@ -150,7 +198,7 @@ TEST_F(DecisionTest, NotOptedInIsHandledButNotRequeued) {
 
 TEST_F(DecisionTest, TwoNodesUnderOneLeafWithLinkDownAreOneSwitchIncident) {
     for (const char* n : {"node1", "node2"}) {
-        Report(n).kernel = {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+        Kernel(n, {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"});
     }
     JobDecision d = Decide(in_);
     ASSERT_TRUE(d.network.has_value());
@@ -163,7 +211,7 @@ TEST_F(DecisionTest, TwoNodesUnderOneLeafWithLinkDownAreOneSwitchIncident) {
 }
 
 TEST_F(DecisionTest, OneNodeWithLinkDownPlusARecentIncidentUnderTheSameLeafCorrelates) {
-    Report("node3").kernel = {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+    Kernel("node3", {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"});
     diag::HistoryRecord other;
     other.node = "node4";
     other.cause = "network_switch_cable";
@@ -175,7 +223,7 @@ TEST_F(DecisionTest, OneNodeWithLinkDownPlusARecentIncidentUnderTheSameLeafCorre
 }
 
 TEST_F(DecisionTest, OneNodeWithLinkDownAloneKeepsItsNetworkTicket) {
-    Report("node3").kernel = {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"};
+    Kernel("node3", {"kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"});
     JobDecision d = Decide(in_);
     EXPECT_FALSE(d.network.has_value());
     ASSERT_EQ(d.plans.size(), 1u);
@@ -184,7 +232,7 @@ TEST_F(DecisionTest, OneNodeWithLinkDownAloneKeepsItsNetworkTicket) {
 
 TEST_F(DecisionTest, BreakerHoldsBeyondTheLimitAndQuarantines) {
     for (const auto& n : in_.job.nodes) {
-        Report(n).kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+        Kernel(n, {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     }
     JobDecision d = Decide(in_);
     EXPECT_TRUE(d.breaker_open);
@@ -201,7 +249,7 @@ TEST_F(DecisionTest, BreakerHoldsBeyondTheLimitAndQuarantines) {
 TEST_F(DecisionTest, BreakerCountsNodesAutohealAlreadyTookOut) {
     in_.cluster.nodes[0] = Node("node1", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
     in_.cluster.nodes[1] = Node("node2", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
-    Report("node3").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    Kernel("node3", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_TRUE(d.breaker_open);
     // An admin's drain does not count, an old autoheal drain neither.
@@ -218,7 +266,7 @@ TEST(BreakerLimit, FractionAndCountAndAtLeastOne) {
 }
 
 TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
-    Report("node2").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     diag::HistoryRecord earlier;
     earlier.node = "node2";
     earlier.gpu = "0000:3b:00.0";
@@ -244,7 +292,7 @@ TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
     EXPECT_EQ(d.plans[0].rule, "lemon-node");
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain"));
     EXPECT_EQ(d.plans[0].cause, "lemon");
-    EXPECT_EQ(d.plans[0].reason,
+    EXPECT_EQ(FormatReason(d.plans[0].why),
               "autoheal: lemon failures=3 within=7d rule=lemon-node job=" + in_.job.job +
                   "; 3 unexplained job failures within 7d; deep checks needed");
     EXPECT_FALSE(d.requeue);  // nothing says the infrastructure failed
@@ -262,13 +310,12 @@ TEST_F(DecisionTest, OnlyUnexplainedFailuresCountTowardsLemons) {
     EXPECT_EQ(Decide(in_).outcome, "ok");
     EXPECT_THAT(Decide(in_).plans, IsEmpty());
     in_.job.failed = true;
-    Report("node1").job_output_read = true;
-    Report("node1").job_output = {"Traceback (most recent call last):",
-                                  "ZeroDivisionError: division by zero"};
+    JobOutput("node1",
+              {"Traceback (most recent call last):", "ZeroDivisionError: division by zero"});
     EXPECT_EQ(Decide(in_).outcome, "own");
     EXPECT_THAT(Decide(in_).plans, IsEmpty());
-    Report("node1").job_output.clear();
-    Report("node2").kernel = {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")};
+    JobOutput("node1", {});
+    Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.outcome, "blamed");
     ASSERT_EQ(d.plans.size(), 1u);  // node2's own plan, no lemons

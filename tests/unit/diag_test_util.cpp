@@ -36,6 +36,26 @@ Diagnosis Classify(const std::string& text, const DiagnoseOptions& options,
     return d;
 }
 
+EvidenceSet ScanLines(const std::vector<std::string>& lines, const std::string& source) {
+    std::string text;
+    for (const std::string& l : lines) text += l + "\n";
+    EvidenceSet set;
+    ShippedScanner()->ScanText(text, source, &set);
+    return set;
+}
+
+std::vector<std::string> EvidenceTexts(const EvidenceSet& set) {
+    std::vector<std::string> texts;
+    for (std::size_t i = 0; i < set.items.size(); ++i) {
+        const Evidence& e = set.items[i];
+        if (i > 0 && set.items[i - 1].source == e.source && set.items[i - 1].line == e.line) {
+            continue;
+        }
+        texts.push_back(e.text);
+    }
+    return texts;
+}
+
 std::string ReadFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;

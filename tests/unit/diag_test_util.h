@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/rule_files.h"
@@ -17,6 +18,12 @@ std::shared_ptr<const Scanner> ShippedScanner();
 // Scan + analyze + diagnose, as `autoheal classify` does.
 Diagnosis Classify(const std::string& text, const DiagnoseOptions& options = {},
                    EvidenceSet* evidence_out = nullptr);
+
+// What a node epilog puts in its report for `lines` of `source`: the items the shipped
+// signatures match, scanned once, not analyzed.
+EvidenceSet ScanLines(const std::vector<std::string>& lines, const std::string& source);
+// The text of each line an evidence set holds (a line several signatures matched: once).
+std::vector<std::string> EvidenceTexts(const EvidenceSet& set);
 
 std::string ReadFile(const std::string& path);
 

@@ -84,6 +84,15 @@ NodeReport& EpilogTestEnv::Report(const std::string& node) {
     throw std::runtime_error("no report for " + node);
 }
 
+void EpilogTestEnv::Kernel(const std::string& node, const std::vector<std::string>& lines) {
+    Report(node).evidence = diag::testing::ScanLines(lines, "kernel");
+}
+
+void EpilogTestEnv::JobOutput(const std::string& node, const std::vector<std::string>& lines) {
+    Report(node).job_output_read = true;
+    Report(node).job_output = diag::testing::ScanLines(lines, "job-output");
+}
+
 void EpilogTestEnv::WriteReports() {
     for (const NodeReport& r : reports) {
         auto w = WriteFileAtomically(EpilogFile(config.state_dir, ctx.job_id, r.restart, r.node),

@@ -27,8 +27,12 @@ class EpilogTestEnv {
     // (none when cap < 0), at restart `restart`.
     JobInfo& FailedJob(std::uint32_t id, const std::vector<std::string>& nodes, int cap = 3,
                        int restart = 0);
-    // The node report of `node` for the current job, with kernel and job output lines.
+    // The node report of `node` for the current job.
     NodeReport& Report(const std::string& node);
+    // Sets the report's evidence as the node epilog finds it in these kernel log lines.
+    void Kernel(const std::string& node, const std::vector<std::string>& lines);
+    // Sets the report's job output evidence as the batch host finds it in these lines.
+    void JobOutput(const std::string& node, const std::vector<std::string>& lines);
     void WriteReports();
 
     // Runs the controller epilog on the current job (reports written first).

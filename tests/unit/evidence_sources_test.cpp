@@ -20,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 class TempDir {
   public:
@@ -86,27 +87,68 @@ TEST(KernelLog, FileCursorReadsOnlyWhatCameAfterIt) {
     EXPECT_EQ(*ReadKernelLogSince(dir / "missing.log", "", 1 << 20), "");
 }
 
-TEST(Nvml, CountersThatGrewAndLostGpusBecomeLines) {
+TEST(Nvml, CountersThatGrewFlagsLinksAndLostGpusBecomeTypedItems) {
     health::NodeSnapshot before, after;
     before.driver_present = after.driver_present = true;
     health::GpuSnapshot a;
     a.pci_bus_id = "0000:3b:00.0";
     a.ecc_uncorrected_volatile = 0;
     a.remapped_rows = health::RemappedRows{};
+    a.nvlinks = {health::NvLinkState{}};
+    a.nvlinks[0].link = 2;
+    a.nvlinks[0].active = true;
     health::GpuSnapshot b = a;
     b.pci_bus_id = "0000:5d:00.0";
     before.gpus = {a, b};
     a.ecc_uncorrected_volatile = 3;
     a.remapped_rows->failure = true;
+    a.nvlinks[0].active = false;
     after.gpus = {a};  // b is gone
-    const auto lines = NvmlDeltaLines(before, after);
-    ASSERT_EQ(lines.size(), 3u);
-    EXPECT_EQ(lines[0],
-              "autoheal-nvml: gpu 0000:3b:00.0 ecc_uncorrected_volatile increased by 3 (from 0 to "
-              "3) during the job");
-    EXPECT_EQ(lines[1],
-              "autoheal-nvml: gpu 0000:3b:00.0 remapped_rows_failure appeared during the job");
-    EXPECT_EQ(lines[2], "Unable to determine the device handle for GPU0000:5d:00.0: GPU is lost");
+    const auto items = NvmlDeltaEvidence(before, after);
+    ASSERT_EQ(items.size(), 4u);
+    using Fields = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(items[0].signature, "nvml-delta");
+    EXPECT_EQ(items[0].fields, (Fields{{"gpu", "0000:3b:00.0"},
+                                       {"counter", "ecc_uncorrected_volatile"},
+                                       {"before", "0"},
+                                       {"after", "3"}}));
+    EXPECT_EQ(items[0].text,
+              "gpu 0000:3b:00.0 ecc_uncorrected_volatile increased by 3 (from 0 to 3) during the "
+              "job");
+    EXPECT_EQ(items[0].line, 1u);
+    EXPECT_EQ(items[1].Field("counter"), "remapped_rows_failure");
+    EXPECT_EQ(items[2].fields, (Fields{{"gpu", "0000:3b:00.0"},
+                                       {"counter", "nvlink"},
+                                       {"link", "2"},
+                                       {"before", "up"},
+                                       {"after", "down"}}));
+    EXPECT_EQ(items[3].fields, (Fields{{"gpu", "0000:5d:00.0"}, {"counter", "gpu_lost"}}));
+    EXPECT_EQ(items[3].line, 4u);
+    after.driver_present = false;
+    EXPECT_THAT(NvmlDeltaEvidence(before, after), IsEmpty());
+}
+
+TEST(Health, FailedChecksBecomeTypedItemsWithTheirReason) {
+    health::HealthReport report;
+    report.results = {{"gemm-bf16",
+                       "0000:3b:00.0",
+                       health::Status::kFail,
+                       "GEMM result wrong",
+                       {},
+                       0,
+                       "wrong-result"},
+                      {"thermal", "0000:3b:00.0", health::Status::kWarn, "warm", {}, 0, ""},
+                      {"gpu-count", "", health::Status::kFail, "1 of 2 GPUs\nseen", {}, 0, ""}};
+    const auto items = HealthCheckEvidence(report);
+    ASSERT_EQ(items.size(), 2u);
+    using Fields = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(items[0].signature, "health-check");
+    EXPECT_EQ(items[0].fields, (Fields{{"check", "gemm-bf16"},
+                                       {"gpu", "0000:3b:00.0"},
+                                       {"verdict", "fail"},
+                                       {"reason", "wrong-result"}}));
+    EXPECT_EQ(items[1].fields, (Fields{{"check", "gpu-count"}, {"verdict", "fail"}}));
+    EXPECT_EQ(items[1].text, "check gpu-count failed: 1 of 2 GPUs seen");
 }
 
 // YAML's .nan passed every range check (comparisons with NaN are false), and the node epilog

@@ -9,36 +9,15 @@
 #include <fstream>
 
 #include "autoheal/health/runner.h"
+#include "fake_gpu_test.h"
 
 namespace autoheal::health {
 namespace {
 
 using ::testing::HasSubstr;
 
-class RunnerTest : public ::testing::Test {
+class RunnerTest : public testing::FakeGpuTest {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("autoheal-runner-" + std::to_string(getpid()));
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override {
-        unsetenv("AUTOHEAL_FAKE_GPU_SCENARIO");
-        std::filesystem::remove_all(dir_);
-    }
-    HealthReport Run(const std::string& scenario, HealthTier tier, double budget = 10) {
-        const auto path = dir_ / "scenario.json";
-        std::ofstream(path) << scenario;
-        setenv("AUTOHEAL_FAKE_GPU_SCENARIO", path.c_str(), 1);
-        RunRequest request;
-        request.tier = tier;
-        request.config.nvml_library = AUTOHEAL_FAKE_NVML;
-        request.config.quick_budget_seconds = budget;
-        request.config.full_budget_seconds = budget;
-        request.config.nvml_timeout_seconds = 2;
-        request.cuda_module = AUTOHEAL_FAKE_CUDA;
-        return RunHealthChecks(request);
-    }
     static const CheckResult* Find(const HealthReport& r, const std::string& check,
                                    const std::string& gpu = "") {
         for (const CheckResult& c : r.results) {
@@ -46,7 +25,6 @@ class RunnerTest : public ::testing::Test {
         }
         return nullptr;
     }
-    std::filesystem::path dir_;
 };
 
 constexpr const char* kFour = R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:10:00.0"},
@@ -80,6 +58,23 @@ TEST_F(RunnerTest, StragglerAndSilentCorruptionAreCaughtAcrossGpus) {
     ASSERT_NE(slow, nullptr) << FormatReport(r);  // 500 of a 750 median: 67% < 75%
     EXPECT_THAT(slow->summary, HasSubstr("% of peers"));
     ASSERT_NE(wrong, nullptr) << FormatReport(r);
+    EXPECT_EQ(wrong->reason, "wrong-result");
+    EXPECT_EQ(slow->reason, "slow");
+}
+
+// A GPU whose own check passes but whose checksum differs from its peers' fails with the
+// reason rules match (peer-mismatch); the healthy majority passes.
+TEST_F(RunnerTest, PeerChecksumMismatchFailsThatGpuOnly) {
+    HealthReport r = Run(R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:10:00.0"},
+        {"minor": 1, "pci_bus_id": "0000:20:00.0", "cuda": {"gemm_checksum_differs": true}},
+        {"minor": 2, "pci_bus_id": "0000:30:00.0"}]})",
+                         HealthTier::kQuick);
+    const CheckResult* odd = Find(r, "gemm-bf16", "0000:20:00.0");
+    ASSERT_NE(odd, nullptr) << FormatReport(r);
+    EXPECT_EQ(odd->status, Status::kFail);
+    EXPECT_EQ(odd->reason, "peer-mismatch");
+    EXPECT_EQ(Find(r, "gemm-bf16", "0000:10:00.0")->status, Status::kPass);
+    EXPECT_EQ(Find(r, "gemm-bf16", "0000:30:00.0")->status, Status::kPass);
 }
 
 TEST_F(RunnerTest, HungCudaCheckIsUnknownAndFailsWithinTheBudget) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "diag_test_util.h"
 #include "epilog_test_env.h"
 
 namespace autoheal::remediation::testing {
@@ -126,7 +127,7 @@ TEST_F(NodeEpilogTest, DryRunResetsNothingAndRecordsTheResetAsDryRun) {
 
 TEST_F(NodeEpilogTest, ANodeThatNeverAnswersHasItsResetRecordedAsFailed) {
     FailedJob(77, {"node2"});
-    Report("node2").kernel = {kXid48};
+    Kernel("node2", {kXid48});
     ASSERT_TRUE(RunController().ok);
     EXPECT_THAT(ActionsOf("reset_gpu"), ElementsAre("reset_gpu node2 failed"));
     auto rows = store->Actions(0, "node2").value();
@@ -142,7 +143,7 @@ TEST_F(NodeEpilogTest, CollectReadsTheKernelLogAndNotesTheMissingBaseline) {
     FailedJob(77, {"node2"});
     SetKernelLog("node2", {"kernel: usb 1-1: new device", kXid48});
     NodeEvidence ev = CollectNodeEvidence(NodeEnv("node2"));
-    EXPECT_THAT(ev.report.kernel, ElementsAre(kXid48));
+    EXPECT_THAT(diag::testing::EvidenceTexts(ev.report.evidence), ElementsAre(kXid48));
     EXPECT_EQ(ev.report.node, "node2");
     EXPECT_EQ(ev.report.time, clock.Now());
     EXPECT_THAT(ev.report.problems, Contains(HasSubstr("no prolog baseline")));
@@ -164,7 +165,8 @@ TEST_F(NodeEpilogTest, TheBatchHostReadsTheJobsOutput) {
     CollectJobOutput(env, slurm, &ev);
     EXPECT_TRUE(ev.report.job_output_read);
     EXPECT_EQ(ev.output_path, (dir / "slurm-77.out").string());
-    EXPECT_THAT(ev.report.job_output, ElementsAre("ZeroDivisionError: division by zero"));
+    EXPECT_THAT(diag::testing::EvidenceTexts(ev.report.job_output),
+                ElementsAre("ZeroDivisionError: division by zero"));
     NodeEvidence other;
     CollectJobOutput(NodeEnv("node2"), slurm, &other);
     EXPECT_FALSE(other.report.job_output_read);
@@ -203,7 +205,7 @@ TEST_F(NodeEpilogTest, TheWholeNodeEpilogWritesItsReportAndResetsNothingOnItsOwn
     ASSERT_TRUE(text);
     auto report = NodeReportFromJson(*text);
     ASSERT_TRUE(report);
-    EXPECT_THAT(report->kernel, ElementsAre(kXid48));
+    EXPECT_THAT(diag::testing::EvidenceTexts(report->evidence), ElementsAre(kXid48));
 }
 
 TEST_F(NodeEpilogTest, AwaitDecisionIsBoundedOnTheClock) {

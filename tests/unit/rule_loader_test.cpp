@@ -104,6 +104,58 @@ TEST(RuleLoader, ExampleMustMatch) {
     EXPECT_NE(Find(l.result, "LOAD_ERR_EXAMPLE_MISMATCH"), nullptr);
 }
 
+// The node epilog's typed kinds need no signature item: rules match their fields, through the
+// shorthands or `signature:`, and each rule's example items are checked at load.
+TEST(RuleLoader, TypedKindsAreMatchedOnFieldsAndTheirExamplesChecked) {
+    constexpr const char* kTyped = R"(- rule: sdc
+  match: {health_check: [gemm-bf16], where: {reason: [peer-mismatch, wrong-result]}}
+  cause: silent_data_corruption
+  example: {signature: health-check, check: gemm-bf16, gpu: 0000:3b:00.0, reason: peer-mismatch}
+- rule: hbm
+  match: {signature: nvml-delta, where: {counter: [ecc_uncorrected_volatile]}}
+  unless: {health_check: [row-remap]}
+  cause: gpu_hbm_memory
+  example: [{signature: nvml-delta, counter: ecc_uncorrected_volatile, before: 0, after: 3}]
+)";
+    auto l = Load({{"t.yaml", kTyped}});
+    ASSERT_TRUE(l.rules) << l.result.Format();
+    EXPECT_THAT(l.result.messages, IsEmpty()) << l.result.Format();
+    const Rule* sdc = l.rules->FindRule("sdc");
+    ASSERT_NE(sdc, nullptr);
+    EXPECT_EQ(sdc->match.signature, "health-check");
+    ASSERT_EQ(sdc->match.where.size(), 2u);
+    EXPECT_EQ(sdc->match.where[0].field, "check");
+    EXPECT_EQ(sdc->match.where[1].field, "reason");
+
+    auto mismatch = Load({{"m.yaml", R"(- rule: sdc
+  match: {health_check: [gemm-bf16], where: {reason: [peer-mismatch]}}
+  cause: silent_data_corruption
+  example: {signature: health-check, check: gemm-bf16, reason: slow}
+)"}});
+    const LoadMessage* m = Find(mismatch.result, "LOAD_ERR_EXAMPLE_MISMATCH");
+    ASSERT_NE(m, nullptr) << mismatch.result.Format();
+    EXPECT_EQ(m->where.line, 4);
+
+    auto field = Load({{"f.yaml", R"(- rule: r
+  match: {nvml_delta: [nvlink]}
+  cause: nvlink
+  example: {signature: nvml-delta, counter: nvlink, port: 3}
+)"}});
+    const LoadMessage* f = Find(field.result, "LOAD_ERR_UNKNOWN_FIELD");
+    ASSERT_NE(f, nullptr) << field.result.Format();
+    EXPECT_THAT(f->message, HasSubstr("'nvml-delta' has no field 'port'"));
+
+    // Pattern signatures have their example line; a rule's example is of a built-in kind.
+    auto pattern = Load({{"p.yaml", std::string(kBase) + R"(- rule: r
+  match: {xid: 79}
+  cause: faulty_gpu
+  example: {signature: xid, xid: 79}
+)"}});
+    const LoadMessage* p = Find(pattern.result, "LOAD_ERR_UNDEFINED_REF");
+    ASSERT_NE(p, nullptr) << pattern.result.Format();
+    EXPECT_THAT(p->message, HasSubstr("'xid' is not a built-in evidence kind"));
+}
+
 TEST(RuleLoader, UnknownCauseAndActionAreErrors) {
     std::string text = std::string(kBase) +
                        "- rule: r2\n  match: {xid: 79}\n  cause: gremlins\n"

@@ -107,6 +107,13 @@ void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis
 
 }  // namespace
 
+bool ConditionHolds(const Condition& condition, const EvidenceSet& set) {
+    Index index;
+    for (const Evidence& e : set.items) index[e.signature].push_back(&e);
+    std::vector<const Evidence*> ignored;
+    return Evaluate(condition, index, set, &ignored);
+}
+
 std::vector<std::string> NormalizePlan(std::vector<std::string> actions) {
     auto order = [](const std::string& a) {
         const ActionInfo* info = FindAction(a);
@@ -178,7 +185,7 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     }
     d.culprit.node = options.node;
     if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"host"});
-    d.culprit.gpu = FirstField(evidence, {"pci", "bdf"});
+    d.culprit.gpu = FirstField(evidence, {"pci", "bdf", "gpu"});
     std::string rank = FirstField(winner->evidence, {"rank", "grank"});
     if (!rank.empty() && rank.size() < 9 &&
         std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {

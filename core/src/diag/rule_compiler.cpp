@@ -7,6 +7,7 @@
 #include <set>
 
 #include "autoheal/core/duration.h"
+#include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/pattern.h"
 #include "autoheal/diag/taxonomy.h"
 #include "rule_loader_internal.h"
@@ -18,6 +19,27 @@ struct SignatureFields {
     std::set<std::string> fields;
     bool builtin = false;
 };
+
+// `{xid: 79}` is `{signature: xid, where: {xid: 79}}`; the others alike.
+struct Shorthand {
+    const char* head;
+    const char* signature;
+    const char* field;
+};
+constexpr Shorthand kShorthands[] = {{"xid", "xid", "xid"},
+                                     {"sxid", "sxid", "sxid"},
+                                     {"nvml_delta", kNvmlDeltaSignature, "counter"},
+                                     {"health_check", kHealthCheckSignature, "check"}};
+
+const Shorthand* FindShorthand(const std::string& head) {
+    for (const Shorthand& s : kShorthands) {
+        if (head == s.head) return &s;
+    }
+    return nullptr;
+}
+
+constexpr const char* kConditionHeads =
+    "signature, xid, sxid, nvml_delta, health_check, regex, any, all, not";
 
 class Compiler {
   public:
@@ -45,6 +67,8 @@ class Compiler {
     std::optional<std::string> Scalar(const ItemInfo& item, const std::string& key);
     std::optional<std::vector<std::string>> Actions(const ItemInfo& item, const YAML::Node& node);
     bool CheckCause(const ItemInfo& item, const YAML::Node& node);
+    bool CheckExample(const ItemInfo& item, const YAML::Node& node, const Rule& rule);
+    std::optional<Evidence> ExampleItem(const ItemInfo& item, const YAML::Node& node);
     // Reads a true/false value; reports `key: expected true or false` otherwise.
     bool Bool(const ItemInfo& item, const YAML::Node& node, const std::string& key, bool* out);
 
@@ -244,20 +268,21 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
     if (!Grow(item, node, 1)) return std::nullopt;
     if (!node.IsMap()) {
         Error(item, node, "LOAD_ERR_YAML_VALIDATE",
-              "a condition is a mapping: {signature: ...}, {xid: ...}, {regex: ...}, "
-              "{any: [...]}, {all: [...]} or {not: ...}");
+              "a condition is a mapping: {signature: ...}, {xid: ...}, {nvml_delta: ...}, "
+              "{health_check: ...}, {regex: ...}, {any: [...]}, {all: [...]} or {not: ...}");
         return std::nullopt;
     }
-    static const std::set<std::string> kHeads{"signature", "xid", "sxid", "regex",
-                                              "any",       "all", "not"};
+    static const std::set<std::string> kHeads{
+        "signature", "xid", "sxid", "nvml_delta", "health_check", "regex", "any", "all", "not"};
     static const std::set<std::string> kLeafExtras{"where", "min_count"};
     std::string head;
     for (const auto& kv : node) {
         const std::string key = kv.first.as<std::string>("");
         if (kHeads.count(key)) {
             if (!head.empty()) {
-                std::string message =
-                    "a condition has one of signature/xid/sxid/regex/any/all/not, not both '";
+                std::string message = "a condition has one of ";
+                message += kConditionHeads;
+                message += ", not both '";
                 message += head;
                 message += "' and '";
                 message += key;
@@ -268,15 +293,14 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
             head = key;
         } else if (!kLeafExtras.count(key)) {
             Error(item, kv.first, "LOAD_ERR_UNKNOWN_KEY",
-                  "unknown condition key '" + key +
-                      "'; expected signature, xid, sxid, regex, where, min_count, any, all, "
-                      "not");
+                  "unknown condition key '" + key + "'; expected " + kConditionHeads +
+                      ", where, min_count");
             return std::nullopt;
         }
     }
     if (head.empty()) {
         Error(item, node, "LOAD_ERR_YAML_VALIDATE",
-              "condition needs one of signature, xid, sxid, regex, any, all, not");
+              std::string("condition needs one of ") + kConditionHeads);
         return std::nullopt;
     }
     Condition cond;
@@ -294,7 +318,8 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
         }
         if (node["where"] || node["min_count"]) {
             Error(item, node, "LOAD_ERR_YAML_VALIDATE",
-                  "where/min_count belong to a signature, xid, sxid or regex condition");
+                  "where/min_count belong to a signature, xid, sxid, nvml_delta, health_check "
+                  "or regex condition");
             return std::nullopt;
         }
         return cond;
@@ -318,14 +343,14 @@ std::optional<Condition> Compiler::CompileCondition(const ItemInfo& item, const 
                   "no signature named '" + cond.signature + "'");
             return std::nullopt;
         }
-    } else if (head == "xid" || head == "sxid") {
-        cond.signature = head;
-        if (!signatures_.count(head)) {
+    } else if (const Shorthand* shorthand = FindShorthand(head)) {
+        cond.signature = shorthand->signature;
+        if (!signatures_.count(cond.signature)) {
             Error(item, body, "LOAD_ERR_UNDEFINED_REF",
-                  "no signature named '" + head + "' is loaded");
+                  "no signature named '" + cond.signature + "' is loaded");
             return std::nullopt;
         }
-        FieldTest test{head, {}, false};
+        FieldTest test{shorthand->field, {}, false};
         if (!CompileValues(item, body, &test)) return std::nullopt;
         cond.where.push_back(std::move(test));
     } else {  // regex: an anonymous signature of this rule
@@ -427,6 +452,59 @@ bool Compiler::CheckCause(const ItemInfo& item, const YAML::Node& node) {
     return false;
 }
 
+std::optional<Evidence> Compiler::ExampleItem(const ItemInfo& item, const YAML::Node& node) {
+    const YAML::Node kind = node.IsMap() ? node["signature"] : YAML::Node();
+    if (!kind || !kind.IsScalar()) {
+        Error(item, node, "LOAD_ERR_YAML_VALIDATE",
+              "example: expected {signature: KIND, FIELD: VALUE, ...} or a list of them");
+        return std::nullopt;
+    }
+    auto found = signatures_.find(kind.Scalar());
+    if (found == signatures_.end() || !found->second.builtin) {
+        Error(item, kind, "LOAD_ERR_UNDEFINED_REF",
+              "example: '" + kind.Scalar() +
+                  "' is not a built-in evidence kind (a pattern signature has its own example "
+                  "line)");
+        return std::nullopt;
+    }
+    Evidence e;
+    e.signature = kind.Scalar();
+    for (const auto& kv : node) {
+        const std::string field = kv.first.as<std::string>("");
+        if (field == "signature") continue;
+        if (!found->second.fields.count(field)) {
+            Error(item, kv.first, "LOAD_ERR_UNKNOWN_FIELD",
+                  "example: '" + e.signature + "' has no field '" + field + "'");
+            return std::nullopt;
+        }
+        if (!kv.second.IsScalar()) {
+            Error(item, kv.second, "LOAD_ERR_YAML_VALIDATE", "example: expected a value");
+            return std::nullopt;
+        }
+        e.SetField(field, kv.second.Scalar());
+    }
+    return e;
+}
+
+// The rule's example items must make it fire: its match holds on them and its unless does not.
+bool Compiler::CheckExample(const ItemInfo& item, const YAML::Node& node, const Rule& rule) {
+    EvidenceSet set;
+    const bool list = node.IsSequence() && node.size() > 0;
+    const std::size_t n = list ? node.size() : 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        auto e = ExampleItem(item, list ? node[i] : node);
+        if (!e) return false;
+        e->line = i + 1;
+        AddEvidence(&set, "example", std::move(*e));
+    }
+    if (!ConditionHolds(rule.match, set) || (rule.unless && ConditionHolds(*rule.unless, set))) {
+        Error(item, node, "LOAD_ERR_EXAMPLE_MISMATCH",
+              "the rule does not fire on its example (match does not hold, or unless does)");
+        return false;
+    }
+    return true;
+}
+
 void Compiler::CompileRule(const ItemInfo& item) {
     Rule rule;
     rule.name = item.name;
@@ -451,6 +529,9 @@ void Compiler::CompileRule(const ItemInfo& item) {
         } else {
             ok = false;
         }
+    }
+    if (auto it = item.keys.find("example"); it != item.keys.end() && ok) {
+        ok = CheckExample(item, it->second, rule);
     }
     if (CheckCause(item, cause->second)) {
         rule.cause = cause->second.Scalar();

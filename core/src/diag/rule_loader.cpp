@@ -60,6 +60,20 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
          "the watchdog timed out on the first collective of a process group: setup, "
          "configuration or connectivity",
          {"seq", "op"}},
+        {kNvmlDeltaSignature,
+         "made by the node epilog from NVML, prolog snapshot against epilog snapshot: a GPU "
+         "error counter grew (counter: ecc_uncorrected_volatile, ecc_uncorrected_sram, "
+         "ecc_uncorrected_dram, retired_pages_dbe, remapped_rows_uncorrectable), a flag "
+         "appeared (remapped_rows_failure, recovery_action), an NVLink went down (nvlink, with "
+         "link) or the GPU was lost (gpu_lost)",
+         {"gpu", "counter", "before", "after", "link"},
+         "gpu=0000:3b:00.0 counter=ecc_uncorrected_volatile before=0 after=3"},
+        {kHealthCheckSignature,
+         "made by the node epilog: a check of the post-job health check failed (verdict: "
+         "fail; reason, where the check gives one: wrong-result, peer-mismatch, cuda-error, "
+         "slow, pattern-mismatch, timeout)",
+         {"gpu", "check", "verdict", "reason"},
+         "gpu=0000:3b:00.0 check=gemm-bf16 verdict=fail reason=peer-mismatch"},
     };
     return kBuiltins;
 }

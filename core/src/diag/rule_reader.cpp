@@ -15,7 +15,7 @@ const std::set<std::string>& AllowedKeys(ItemKind kind) {
     static const std::set<std::string> kRule{
         "rule",    "desc",       "match",    "unless",        "cause",    "actions",
         "requeue", "confidence", "priority", "suppressed_by", "escalate", "contributes_actions",
-        "enabled", "override"};
+        "example", "enabled",    "override"};
     switch (kind) {
         case ItemKind::kSignature:
             return kSignature;

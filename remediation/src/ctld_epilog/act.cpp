@@ -20,7 +20,7 @@ void ActOnSwitch(const CtldEnv& env, const DecisionInput& in, const JobDecision&
     rec.time = in.cluster.now;
     rec.job = env.ctx.job_id;
     rec.node = d.network->name;
-    rec.cause = "network_switch_cable";
+    rec.cause = diag::ToString(diag::Cause::kNetworkSwitchCable);
     rec.rule = "leaf-switch-correlation";
     rec.confidence = 0.8;
     nlohmann::json nodes_json = d.network->nodes;
@@ -30,16 +30,19 @@ void ActOnSwitch(const CtldEnv& env, const DecisionInput& in, const JobDecision&
     rec.dedup_key = "switch/" + d.network->name + "/" + std::to_string(bucket);
     auto id = env.store.RecordIncident(rec);
     if (!id) return;
+    constexpr diag::Action kTicket = diag::Action::kNetworkTicket;
     if (env.rc.dry_run || d.breaker_open) {
-        RecordOutcome(env, *id, "network_ticket", d.network->name,
-                      env.rc.dry_run ? "dry-run" : "held", d.summary);
+        RecordOutcome(env, *id, kTicket, d.network->name,
+                      env.rc.dry_run ? diag::Outcome::kDryRun : diag::Outcome::kHeld, d.summary);
     } else {
-        auto t = OpenTickets(env.store, *id, "network", rec.dedup_key,
-                             TicketPayload("network", d, nullptr, nullptr, nullptr, {},
-                                           env.ctx.job_id, env.clock.Now())
-                                 .dump(),
-                             env.tickets);
-        RecordOutcome(env, *id, "network_ticket", d.network->name, t ? "opened" : "failed",
+        const std::string kind(diag::ToString(diag::Info(kTicket).ticket));
+        auto t = OpenTickets(
+            env.store, *id, kind, rec.dedup_key,
+            TicketPayload(kind, d, nullptr, nullptr, nullptr, {}, env.ctx.job_id, env.clock.Now())
+                .dump(),
+            env.tickets);
+        RecordOutcome(env, *id, kTicket, d.network->name,
+                      t ? diag::Outcome::kOpened : diag::Outcome::kFailed,
                       t ? d.summary : t.error());
     }
     out->done.push_back("network incident: switch " + d.network->name);
@@ -50,13 +53,15 @@ struct PlanContext {
     const NodeVerdict* verdict;
     const NodeReport* report;
     std::int64_t incident;
+    std::string reason;  // the plan's node reason with inc=<incident>
 };
 
-// An RMA or network ticket for a node, once per part, cause and 30-day period.
-std::pair<std::string, std::string> OpenNodeTicket(const CtldEnv& env, const DecisionInput& in,
-                                                   const JobDecision& d, const PlanContext& p,
-                                                   const std::string& action) {
-    const std::string kind = action == "rma_ticket" ? "rma" : "network";
+using ActResult = std::pair<diag::Outcome, std::string>;  // the outcome and its detail
+
+// The ticket `action` opens for a node (RMA or network), once per part, cause and 30-day period.
+ActResult OpenNodeTicket(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
+                         const PlanContext& p, diag::TicketKind ticket) {
+    const std::string kind(diag::ToString(ticket));
     std::string part = p.plan.gpu;
     if (p.report != nullptr) {
         for (const GpuIdentity& g : p.report->gpus) {
@@ -76,66 +81,75 @@ std::pair<std::string, std::string> OpenNodeTicket(const CtldEnv& env, const Dec
         TicketPayload(kind, d, &p.plan, p.verdict, p.report, *hist, env.ctx.job_id, env.clock.Now())
             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
         env.tickets);
-    return {t ? "opened" : "failed", t ? key : t.error()};
+    return {t ? diag::Outcome::kOpened : diag::Outcome::kFailed, t ? key : t.error()};
 }
 
-// One action of a plan; returns its outcome and detail. A node-side action is asked of the node
-// (listed in `out->asked`) and recorded when its result comes back.
-std::optional<std::pair<std::string, std::string>> ActOnce(
-    const CtldEnv& env, const DecisionInput& in, const JobDecision& d, const PlanContext& p,
-    const std::string& action, ActOutcome* out) {
+// One action of a plan; returns its outcome and detail. An action that runs on the node is asked
+// of the node (listed in `out->asked`) and recorded when its result comes back.
+std::optional<ActResult> ActOnce(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
+                                 const PlanContext& p, const diag::ActionInfo& action,
+                                 ActOutcome* out) {
     const NodePlan& plan = p.plan;
-    if (env.rc.dry_run) return std::pair<std::string, std::string>{"dry-run", plan.reason};
-    if (action == "drain") {
-        auto r = env.slurm.Drain(plan.node, plan.reason);
-        if (!r) return std::pair<std::string, std::string>{"failed", r.error()};
-        return std::pair<std::string, std::string>{
-            *r == SlurmClient::DrainOutcome::kAdminOwned    ? "admin-owned"
-            : *r == SlurmClient::DrainOutcome::kAlreadyOurs ? "already"
-                                                            : "done",
-            plan.reason};
+    if (env.rc.dry_run) return ActResult{diag::Outcome::kDryRun, p.reason};
+    if (action.id == diag::Action::kDrain) {
+        auto r = env.slurm.Drain(plan.node, p.reason);
+        if (!r) return ActResult{diag::Outcome::kFailed, r.error()};
+        return ActResult{*r == SlurmClient::DrainOutcome::kAdminOwned ? diag::Outcome::kAdminOwned
+                         : *r == SlurmClient::DrainOutcome::kAlreadyOurs ? diag::Outcome::kAlready
+                                                                         : diag::Outcome::kDone,
+                         p.reason};
     }
-    if (action == "reboot") {
-        auto r = env.slurm.Reboot(plan.node, plan.reason);
-        if (!r) return std::pair<std::string, std::string>{"failed", r.error()};
-        return std::pair<std::string, std::string>{
-            *r == SlurmClient::RebootOutcome::kAdminOwned       ? "admin-owned"
-            : *r == SlurmClient::RebootOutcome::kAlreadyPending ? "already"
-                                                                : "done",
-            plan.reason};
+    if (action.id == diag::Action::kReboot) {
+        auto r = env.slurm.Reboot(plan.node, p.reason);
+        if (!r) return ActResult{diag::Outcome::kFailed, r.error()};
+        return ActResult{*r == SlurmClient::RebootOutcome::kAdminOwned ? diag::Outcome::kAdminOwned
+                         : *r == SlurmClient::RebootOutcome::kAlreadyPending
+                             ? diag::Outcome::kAlready
+                             : diag::Outcome::kDone,
+                         p.reason};
     }
-    if (action == "reset_gpu") {
-        out->asked.push_back({{plan.node, action, plan.gpu}, p.incident, plan.reason});
+    if (action.runs == diag::Place::kNode) {
+        out->asked.push_back(
+            {{plan.node, std::string(action.name), plan.gpu}, action.id, p.incident});
         return std::nullopt;
     }
-    if (action == "rma_ticket" || action == "network_ticket") {
-        return OpenNodeTicket(env, in, d, p, action);
-    }
-    spdlog::warn("autoheal: notify: node={} {}", plan.node, plan.reason);  // notify, none
-    return std::pair<std::string, std::string>{"logged", plan.reason};
+    if (action.ticket != diag::TicketKind::kNone)
+        return OpenNodeTicket(env, in, d, p, action.ticket);
+    spdlog::warn("autoheal: notify: node={} {}", plan.node, p.reason);  // notify, none
+    return ActResult{diag::Outcome::kLogged, p.reason};
 }
 
 void ActOnPlan(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
                const Incidents& incidents, const NodePlan& plan, ActOutcome* out) {
     const auto found = incidents.of_node.find(plan.node);
-    PlanContext p{plan, nullptr, nullptr,
-                  found != incidents.of_node.end() ? found->second : incidents.job};
+    const std::int64_t incident = found != incidents.of_node.end() ? found->second : incidents.job;
+    NodeReason why = plan.why;
+    why.incident = incident;
+    PlanContext p{plan, nullptr, nullptr, incident, FormatReason(why)};
     for (const NodeVerdict& v : d.verdicts) {
         if (v.node == plan.node) p.verdict = &v;
     }
     for (const NodeReport& r : in.reports) {
         if (r.node == plan.node) p.report = &r;
     }
-    for (const std::string& h : plan.held)
-        RecordOutcome(env, p.incident, "held", plan.node, "held", h);
-    for (const std::string& action : plan.actions) {
-        auto result = ActOnce(env, in, d, p, action, out);
-        if (!result) {
-            out->done.push_back(action + " " + plan.node + ": asked of the node");
+    for (const std::string& h : plan.held) {
+        RecordOutcome(env, p.incident, diag::Action::kHeld, plan.node, diag::Outcome::kHeld, h);
+    }
+    for (const std::string& word : plan.actions) {
+        const diag::ActionInfo* action = diag::FindAction(word);
+        if (action == nullptr) {  // a plan holds catalog words only (decision.cpp)
+            spdlog::error("autoheal: epilog-ctld: node={}: action {}: not in the catalog",
+                          plan.node, word);
             continue;
         }
-        RecordOutcome(env, p.incident, action, plan.node, result->first, result->second);
-        out->done.push_back(action + " " + plan.node + ": " + result->first);
+        auto result = ActOnce(env, in, d, p, *action, out);
+        if (!result) {
+            out->done.push_back(word + " " + plan.node + ": asked of the node");
+            continue;
+        }
+        RecordOutcome(env, p.incident, action->id, plan.node, result->first, result->second);
+        out->done.push_back(word + " " + plan.node + ": " +
+                            std::string(diag::ToString(result->first)));
     }
 }
 
@@ -146,7 +160,8 @@ void ActOnBreaker(const CtldEnv& env, const DecisionInput& in, const JobDecision
         std::string held;
         for (const std::string& n : d.quarantine) held += (held.empty() ? "" : ",") + n;
         spdlog::error("autoheal: ALERT: {}; held: {}", d.breaker_note, held);
-        RecordOutcome(env, incidents.job, "alert", "breaker", "raised", d.breaker_note);
+        RecordOutcome(env, incidents.job, diag::Action::kAlert, "breaker", diag::Outcome::kRaised,
+                      d.breaker_note);
     }
     if (d.quarantine.empty() || env.rc.dry_run || env.rc.quarantine_hours <= 0) return;
     for (const std::string& n : d.quarantine) {
@@ -154,7 +169,8 @@ void ActOnBreaker(const CtldEnv& env, const DecisionInput& in, const JobDecision
             env.config.policy.quarantine_file, n,
             in.cluster.now + static_cast<std::int64_t>(env.rc.quarantine_hours * 3600),
             "autoheal: " + d.cause + " (breaker held the drain)", in.cluster.now);
-        RecordOutcome(env, incidents.job, "quarantine", n, q ? "done" : "failed",
+        RecordOutcome(env, incidents.job, diag::Action::kQuarantine, n,
+                      q ? diag::Outcome::kDone : diag::Outcome::kFailed,
                       q ? d.breaker_note : q.error());
     }
 }

@@ -12,10 +12,10 @@ std::uint32_t JobIdOf(const CtldEnv& env) {
     return static_cast<std::uint32_t>(std::strtoul(env.ctx.job_id.c_str(), nullptr, 10));
 }
 
-bool RecordOutcome(const CtldEnv& env, std::int64_t incident, const std::string& action,
-                   const std::string& target, const std::string& outcome,
-                   const std::string& detail) {
-    auto r = env.store.RecordAction(incident, action, target, outcome, detail);
+bool RecordOutcome(const CtldEnv& env, std::int64_t incident, diag::Action action,
+                   const std::string& target, diag::Outcome outcome, const std::string& detail) {
+    auto r = env.store.RecordAction(incident, std::string(diag::ToString(action)), target,
+                                    std::string(diag::ToString(outcome)), detail);
     if (!r) spdlog::error("autoheal: epilog-ctld: {}", r.error());
     return r && *r;
 }

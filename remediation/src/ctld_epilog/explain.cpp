@@ -61,22 +61,25 @@ std::vector<std::string> AwaitNodeResults(const CtldEnv& env,
                 continue;
             }
             auto results = NodeResultsFromJson(*text);
-            std::string outcome = "failed";
+            diag::Outcome outcome = diag::Outcome::kFailed;
             std::string detail = results ? "the node did not carry it out" : results.error();
             for (const NodeActionResult& r : results ? *results : std::vector<NodeActionResult>{}) {
                 if (r.action != a.action.action || r.gpu != a.action.gpu) continue;
-                outcome = r.outcome;
-                detail = a.action.gpu + ": " + r.detail;
+                // An outcome outside the catalog (a node of another version) reads as failed.
+                const auto said = diag::ParseOutcome(r.outcome);
+                outcome = said.value_or(diag::Outcome::kFailed);
+                detail = a.action.gpu + ": " + (said ? "" : r.outcome + ": ") + r.detail;
             }
-            RecordOutcome(env, a.incident, a.action.action, a.action.node, outcome, detail);
-            done.push_back(a.action.action + " " + a.action.node + ": " + outcome);
+            RecordOutcome(env, a.incident, a.kind, a.action.node, outcome, detail);
+            done.push_back(a.action.action + " " + a.action.node + ": " +
+                           std::string(diag::ToString(outcome)));
         }
         waiting = std::move(still);
         if (waiting.empty() || env.clock.Steady() >= deadline) break;
         env.clock.Sleep(std::chrono::milliseconds(200));
     }
     for (const AskedNodeAction& a : waiting) {
-        RecordOutcome(env, a.incident, a.action.action, a.action.node, "failed",
+        RecordOutcome(env, a.incident, a.kind, a.action.node, diag::Outcome::kFailed,
                       a.action.gpu + ": no result from the node");
         done.push_back(a.action.action + " " + a.action.node + ": failed");
     }

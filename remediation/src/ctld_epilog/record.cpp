@@ -67,7 +67,7 @@ void RecordFailedNodes(const CtldEnv& env, const DecisionInput& in) {
         rec.time = in.cluster.now;
         rec.job = env.ctx.job_id;
         rec.node = node;
-        rec.cause = "unknown";
+        rec.cause = diag::ToString(diag::Cause::kUnknown);
         rec.rule = "node-failed";
         rec.confidence = 0.5;
         rec.evidence_json =

@@ -50,8 +50,8 @@ std::string Requeue(const CtldEnv& env, const DecisionInput& in, JobDecision* d,
         }
         // Slurm 22.05 refuses updates to a finished job: the batch host's epilog appends the
         // explanation to the job's output instead (RunNodeEpilog).
-        RecordOutcome(env, incidents.job, "explain", env.ctx.job_id, dry ? "dry-run" : "done",
-                      d->explanation);
+        RecordOutcome(env, incidents.job, diag::Action::kExplain, env.ctx.job_id,
+                      dry ? diag::Outcome::kDryRun : diag::Outcome::kDone, d->explanation);
         return "";
     }
     std::string failure;
@@ -67,9 +67,10 @@ std::string Requeue(const CtldEnv& env, const DecisionInput& in, JobDecision* d,
         }
     }
     if (failure.empty()) UpdateRequeuedJob(env, in, *d);
-    RecordOutcome(env, incidents.job, "requeue",
+    RecordOutcome(env, incidents.job, diag::Action::kRequeue,
                   env.ctx.job_id + "/run" + std::to_string(in.job.restart_count),
-                  failure.empty() ? "done" : "failed", failure.empty() ? d->explanation : failure);
+                  failure.empty() ? diag::Outcome::kDone : diag::Outcome::kFailed,
+                  failure.empty() ? d->explanation : failure);
     return failure;
 }
 

@@ -1,17 +1,24 @@
 // CarryOut: the node-side actions the controller's decision lists for this node.
+#include "autoheal/diag/taxonomy.h"
 #include "autoheal/remediation/node_epilog_steps.h"
 #include "autoheal/remediation/run_command.h"
 
 namespace autoheal::remediation {
 namespace {
 
+std::string Word(diag::Outcome outcome) { return std::string(diag::ToString(outcome)); }
+
 NodeActionResult ResetGpu(const RemediationConfig& rc, const std::string& gpu,
                           const health::NodeSnapshot& after) {
-    NodeActionResult r{"reset_gpu", gpu, "", ""};
-    if (gpu.empty()) return {"reset_gpu", gpu, "failed", "no GPU named: not reset"};
+    NodeActionResult r{std::string(diag::ToString(diag::Action::kResetGpu)), gpu, "", ""};
+    if (gpu.empty()) {
+        r.outcome = Word(diag::Outcome::kFailed);
+        r.detail = "no GPU named: not reset";
+        return r;
+    }
     for (const auto& g : after.gpus) {
         if (g.pci_bus_id == gpu && g.compute_processes.value_or(0) > 0) {
-            r.outcome = "refused";
+            r.outcome = Word(diag::Outcome::kRefused);
             r.detail = "busy (" + std::to_string(*g.compute_processes) + " processes): not reset";
             return r;
         }
@@ -23,7 +30,7 @@ NodeActionResult ResetGpu(const RemediationConfig& rc, const std::string& gpu,
         argv.push_back(a);
     }
     r.detail = RunCommand(argv, 60);
-    r.outcome = r.detail == "ok" ? "done" : "failed";
+    r.outcome = Word(r.detail == "ok" ? diag::Outcome::kDone : diag::Outcome::kFailed);
     return r;
 }
 
@@ -35,10 +42,11 @@ std::vector<NodeActionResult> CarryOutNodeActions(const NodeEpilogEnv& env,
     std::vector<NodeActionResult> results;
     for (const NodeAction& a : decision.node_actions) {
         if (a.node != env.ctx.node) continue;
-        if (a.action == "reset_gpu") {
+        if (diag::ParseAction(a.action) == diag::Action::kResetGpu) {
             results.push_back(ResetGpu(env.rc, a.gpu, after));
         } else {
-            results.push_back({a.action, a.gpu, "failed", "not an action a node carries out"});
+            results.push_back({a.action, a.gpu, Word(diag::Outcome::kFailed),
+                               "not an action a node carries out"});
         }
     }
     return results;

@@ -1,6 +1,5 @@
 // Collect: the node's evidence of the job's lifetime, a thin caller of evidence_sources.h.
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
@@ -10,29 +9,10 @@
 namespace autoheal::remediation {
 namespace {
 
-// The lines of an evidence set, for the controller to scan again (in order, unique).
-std::vector<std::string> EvidenceLines(const diag::EvidenceSet& set, std::size_t source) {
-    std::vector<std::string> lines;
-    std::size_t last_line = 0;
-    for (const diag::Evidence& e : set.items) {
-        if (e.source != source || e.line == last_line) continue;
-        last_line = e.line;
-        lines.push_back(e.text);
-        if (lines.size() >= 4000) break;
-    }
-    return lines;
-}
-
-std::string JoinLines(const std::vector<std::string>& lines) {
-    std::string joined;
-    for (const auto& l : lines) joined += l + "\n";
-    return joined;
-}
-
-// NVML deltas and the post-job quick check on the job's GPUs.
+// NVML deltas against the prolog's snapshot and the post-job quick check on the job's GPUs, as
+// typed evidence (sources "nvml" and "health").
 void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::NodeSnapshot>& before,
-                        NodeEvidence* ev, std::vector<std::string>* nvml_lines,
-                        std::vector<std::string>* health_lines) {
+                        NodeEvidence* ev) {
     if (env.ctx.job_gpus.empty()) return;
     auto hc = health::ParseHealthConfig(env.config.health, env.config.source);
     auto minors = health::ParseGpuList(env.ctx.job_gpus);
@@ -48,8 +28,15 @@ void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::No
     request.cuda_module = health::ResolveCudaModule(*hc, env.self_exe);
     health::HealthReport post = health::RunHealthChecks(request);
     ev->after = post.snapshot;
-    *health_lines = HealthFailureLines(post);
-    if (before) *nvml_lines = NvmlDeltaLines(*before, ev->after);
+    diag::EvidenceSet& set = ev->report.evidence;
+    if (before) {
+        for (diag::Evidence& e : NvmlDeltaEvidence(*before, ev->after)) {
+            diag::AddEvidence(&set, "nvml", std::move(e));
+        }
+    }
+    for (diag::Evidence& e : HealthCheckEvidence(post)) {
+        diag::AddEvidence(&set, "health", std::move(e));
+    }
     for (const auto& g : (before ? before->gpus : ev->after.gpus)) {
         ev->report.gpus.push_back({g.pci_bus_id, g.uuid, g.serial, g.name});
     }
@@ -93,35 +80,23 @@ NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
     report.exit_code = env.ctx.exit_code;
 
     // The prolog's baseline: kernel log cursor and NVML snapshot.
-    std::string cursor;
-    std::optional<health::NodeSnapshot> before;
+    PrologBaseline baseline;
     const std::string prolog = PrologFile(env.config.state_dir, env.ctx.job_id, env.ctx.node);
     auto text = ReadSmallFile(prolog, kMaxRecordBytes);
-    auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (text && !j.is_discarded()) {
-        if (j.contains("kernel_cursor") && j["kernel_cursor"].is_string()) {
-            cursor = j["kernel_cursor"].get<std::string>();
-        }
-        if (j.contains("snapshot")) before = health::SnapshotFromJson(j["snapshot"].dump());
+    auto read = text ? PrologBaselineFromJson(*text) : Result<PrologBaseline>(text.status());
+    if (read) {
+        baseline = std::move(*read);
     } else {
-        report.problems.push_back("no prolog baseline: " +
-                                  (text ? prolog + ": not JSON" : text.error()));
+        report.problems.push_back("no prolog baseline: " + read.error());
     }
 
-    // 0: kernel log since the prolog.
+    // Kernel log since the prolog: the lines the signatures match.
     const std::string klog = KernelLogFor(env.rc, env.ctx.node);
-    auto kernel = ReadKernelLogSince(klog, cursor, env.rc.kernel_log_max_bytes);
+    auto kernel = ReadKernelLogSince(klog, baseline.kernel_cursor, env.rc.kernel_log_max_bytes);
     if (!kernel) report.problems.push_back("kernel log: " + kernel.error());
-    env.engine.scanner->ScanText(kernel ? *kernel : std::string(), "kernel", &ev.set);
+    env.engine.scanner->ScanText(kernel ? *kernel : std::string(), "kernel", &report.evidence);
 
-    // 1, 2: NVML deltas and the post-job quick check.
-    std::vector<std::string> nvml_lines, health_lines;
-    CollectGpuEvidence(env, before, &ev, &nvml_lines, &health_lines);
-    env.engine.scanner->ScanText(JoinLines(nvml_lines), "nvml", &ev.set);
-    env.engine.scanner->ScanText(JoinLines(health_lines), "health", &ev.set);
-    report.kernel = EvidenceLines(ev.set, 0);
-    report.nvml = EvidenceLines(ev.set, 1);
-    report.health = EvidenceLines(ev.set, 2);
+    CollectGpuEvidence(env, baseline.snapshot, &ev);
     return ev;
 }
 
@@ -146,9 +121,7 @@ void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence
         if (!text.empty() && text.back() != '\n') text += '\n';
     }
     ev->report.job_output_read = true;
-    diag::EvidenceSet job_set;
-    env.engine.scanner->ScanText(text, "job-output", &job_set);
-    ev->report.job_output = EvidenceLines(job_set, 0);
+    env.engine.scanner->ScanText(text, "job-output", &ev->report.job_output);
 }
 
 }  // namespace autoheal::remediation

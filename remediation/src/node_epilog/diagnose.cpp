@@ -4,12 +4,13 @@
 namespace autoheal::remediation {
 
 diag::Diagnosis DiagnoseNode(const NodeEpilogEnv& env, NodeEvidence* evidence) {
-    diag::Analyze(&evidence->set);
+    diag::EvidenceSet analyzed = evidence->report.evidence;  // the report carries it as found
+    diag::Analyze(&analyzed);
     diag::DiagnoseOptions options;
     options.node = env.ctx.node;
     options.job = env.ctx.job_id;
     options.now = env.clock.Now();
-    diag::Diagnosis local = diag::Diagnose(env.engine.rules, evidence->set, options);
+    diag::Diagnosis local = diag::Diagnose(env.engine.rules, analyzed, options);
     evidence->report.local_cause = local.rule.empty() ? "" : local.cause + " (" + local.rule + ")";
     return local;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "autoheal/diag/taxonomy.h"
 #include "autoheal/remediation/node_epilog_steps.h"
 #include "autoheal/remediation/run_command.h"
 
@@ -17,8 +18,11 @@ Result<bool> WriteNodeReport(const NodeEpilogEnv& env, const NodeReport& report)
 }
 
 bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local) {
-    return !evidence.output_path.empty() || std::find(local.actions.begin(), local.actions.end(),
-                                                      "reset_gpu") != local.actions.end();
+    if (!evidence.output_path.empty()) return true;
+    return std::any_of(local.actions.begin(), local.actions.end(), [](const std::string& a) {
+        const diag::ActionInfo* info = diag::FindAction(a);
+        return info != nullptr && info->runs == diag::Place::kNode;
+    });
 }
 
 std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart) {
@@ -28,9 +32,11 @@ std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restar
         std::chrono::milliseconds(static_cast<int>((env.rc.results_wait_seconds + 10) * 1000));
     while (env.clock.Steady() < until) {
         if (auto text = ReadSmallFile(path, kMaxRecordBytes)) {
-            // A decision file that is not a JSON object (corrupted, hand-edited) holds nothing.
+            // A decision file that does not read (corrupted, hand-edited, a newer version) holds
+            // nothing.
             auto d = DecisionRecordFromJson(*text);
             if (d) return *d;
+            spdlog::warn("autoheal: epilog: {}: {}", path, d.error());
             return std::nullopt;
         }
         env.clock.Sleep(std::chrono::milliseconds(100));

@@ -5,6 +5,7 @@
 //   2. Diagnose() evaluates every rule; a rule suppressed by another that fired is never the
 //      root cause; the firing rule with the highest priority names the cause; rules that
 //      contribute actions (e.g. Xid 154's recovery action) join its plan; history escalates.
+//      The culprit GPU is the first evidence field named pci, bdf or gpu.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,10 @@ struct Diagnosis {
 void Analyze(EvidenceSet* set);
 
 Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseOptions& options);
+
+// Whether `condition` holds on `set` (as in a rule's match; the rule loader checks rules'
+// examples with it).
+bool ConditionHolds(const Condition& condition, const EvidenceSet& set);
 
 // Orders actions by the catalog's plan order and removes duplicates.
 std::vector<std::string> NormalizePlan(std::vector<std::string> actions);

@@ -1,5 +1,8 @@
-// Evidence: one matched log line, named by its signature, with the fields the signature's
-// pattern captured (xid=79, pci=0000:3b:00.0, rank=5, ...).
+// Evidence: one item named by its signature, with named fields. Most items are log lines a
+// signature's pattern matched (fields: what its named groups captured, xid=79, pci=..., rank=5);
+// the node epilog also makes typed items itself, with no line to match (the built-in kinds
+// nvml-delta and health-check: counter=ecc_uncorrected_volatile gpu=0000:3b:00.0 before=0
+// after=3), whose `text` is only for people.
 #pragma once
 
 #include <cstddef>
@@ -52,5 +55,13 @@ struct EvidenceSet {
         return 0;
     }
 };
+
+// Adds one item made by code rather than by the scanner: its source is `source` (added to
+// set->sources when new) and it is counted under its signature. `e.line` is kept as given.
+void AddEvidence(EvidenceSet* set, std::string_view source, Evidence e);
+
+// Appends everything in `from` to `into`: items (their source indexes remapped by name),
+// counts summed, lines and bytes added.
+void MergeEvidence(EvidenceSet* into, const EvidenceSet& from);
 
 }  // namespace autoheal::diag

@@ -22,10 +22,13 @@
 //     contributes_actions: true   its actions join the winning plan (e.g. Xid 154 advice)
 //     escalate: [{when: {repeats: N, within: 30d, per: gpu|node, distinct: job},
 //                 cause: ..., actions: [...], requeue: ...}]
+//     example: {signature: KIND, FIELD: VALUE...} | [...]   optional: items of built-in kinds
+//                            on which `match` must hold and `unless` must not (checked at load)
 //   Any item may say `enabled: false`; a later file may redefine an item by name, or change
 //   some of its keys with `override: {KEY: replace|append}`.
 // CONDITION: {signature: NAME, where: {FIELD: VALUE | [VALUES] | {list: NAME} | {not: ...}},
-//             min_count: N} | {xid: CODES} | {sxid: CODES} | {regex: '...'} |
+//             min_count: N} | {xid: CODES} | {sxid: CODES} | {nvml_delta: COUNTERS} |
+//            {health_check: CHECKS} | {regex: '...'} |
 //            {any: [CONDITION...]} | {all: [...]} | {not: CONDITION}
 #pragma once
 
@@ -117,14 +120,20 @@ struct RuleSet {
     const SignatureDef* FindSignature(const std::string& name) const;
 };
 
-// Signatures produced by autoheal's analyzers rather than by a pattern (for example
-// nccl-ranks-desync); rules may match them like any other. Name and fields.
+// Signatures produced by autoheal rather than by a pattern: the analyzers' (for example
+// nccl-ranks-desync) and the node epilog's typed kinds (nvml-delta, health-check); rules may
+// match them like any other. Name, fields and, for the typed kinds, an example item.
 struct BuiltinSignature {
     const char* name;
     const char* desc;
     std::vector<std::string> fields;
+    const char* example = "";  // "counter=... gpu=..." for `rules explain`; may be empty
 };
 const std::vector<BuiltinSignature>& BuiltinSignatures();
+
+// The node epilog's typed evidence kinds (remediation/evidence_sources.h).
+inline constexpr const char* kNvmlDeltaSignature = "nvml-delta";
+inline constexpr const char* kHealthCheckSignature = "health-check";
 
 // Fields the analyzers add to evidence of pattern signatures (beyond their named groups):
 // every signature gets `host` when its line names one; `xid` lines of NVLink Xids get the

@@ -134,6 +134,8 @@ namespace autoheal::diag {
       "the job was requeued with the culprits excluded")                                         \
     X(kExplain, "explain", false, kController, false, false, kNone,                              \
       "the job was told why it was not requeued")                                                \
+    X(kStep, "step", false, kController, false, false, kNone,                                    \
+      "a step of the controller epilog failed (target: the step, detail: the error)")            \
     X(kResume, "resume", false, kAdmin, false, false, kNone,                                     \
       "an admin resumed the node (`autoheal resume`); the row's time says when")
 
@@ -148,6 +150,7 @@ namespace autoheal::diag {
     X(kOpened, "opened", "ticket opened (delivered by the ticket sinks)")                        \
     X(kLogged, "logged", "logged for the admins (notify)")                                       \
     X(kOnNode, "on-node", "carried out by the node's own epilog (detail: its result)")           \
+    X(kRefused, "refused", "not done: the node refused (a process still used the GPU)")         \
     X(kRaised, "raised", "alert raised")                                                         \
     X(kNotOut, "not-out", "nothing to resume: the node was not out of service")
 

@@ -25,6 +25,10 @@ struct CheckResult {
     std::string summary;  // one line for people and node reasons
     std::vector<std::pair<std::string, std::string>> values;  // measured values
     double seconds = 0;
+    // Why it did not pass, where the check can say it in a stable word that rules match
+    // (health-check evidence's `reason`): wrong-result, peer-mismatch, cuda-error, slow,
+    // pattern-mismatch, timeout. Empty when the check name says it all.
+    std::string reason;
 
     void Set(std::string key, std::string value) {
         values.emplace_back(std::move(key), std::move(value));

@@ -15,6 +15,7 @@
 
 #include "autoheal/core/config.h"
 #include "autoheal/core/script_env.h"
+#include "autoheal/diag/taxonomy.h"
 #include "autoheal/remediation/clock.h"
 #include "autoheal/remediation/controller.h"
 #include "autoheal/remediation/decision.h"
@@ -43,10 +44,10 @@ struct CtldEnv {
 
 std::uint32_t JobIdOf(const CtldEnv& env);
 
-// Records an action's outcome in the store; a store error is logged. True when recorded.
-bool RecordOutcome(const CtldEnv& env, std::int64_t incident, const std::string& action,
-                   const std::string& target, const std::string& outcome,
-                   const std::string& detail);
+// Records an action's outcome in the store, in the catalog's words (diag/taxonomy.h); a store
+// error is logged. True when recorded.
+bool RecordOutcome(const CtldEnv& env, std::int64_t incident, diag::Action action,
+                   const std::string& target, diag::Outcome outcome, const std::string& detail);
 
 // The node reports of this run, waiting (bounded, results_wait_seconds) for the node epilogs;
 // sets in->reports (sorted by node) and in->job.missing_reports.
@@ -74,11 +75,12 @@ struct Incidents {
 Result<Incidents> RecordIncidents(const CtldEnv& env, const DecisionInput& in,
                                   const JobDecision& d);
 
-// A reset (or other node-side action) asked of a node, to be recorded once its result is back.
+// A reset (or other action that runs on the node) asked of a node, to be recorded once its
+// result is back.
 struct AskedNodeAction {
-    NodeAction action;
+    NodeAction action;  // as the decision file lists it
+    diag::Action kind = diag::Action::kResetGpu;
     std::int64_t incident = 0;
-    std::string reason;
 };
 struct ActOutcome {
     std::vector<std::string> done;  // "drain node2: done", for the summary

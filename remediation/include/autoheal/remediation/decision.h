@@ -3,8 +3,9 @@
 // history. No Slurm calls and no I/O here (remediation/controller.h executes the decision), so
 // every branch is unit-tested and a 2,048-node job is decided in memory.
 //
-// 1. Each node's own evidence (kernel log, NVML deltas, post-job check) is diagnosed with that
-//    node's history: its cause, plan and culprit GPU.
+// 1. Each node's own evidence (kernel log, NVML deltas, post-job check: the typed items its
+//    report carries, never rescanned) is diagnosed with that node's history: its cause, plan
+//    and culprit GPU.
 // 2. The job's own output (read by the batch host's epilog) is diagnosed once for the job.
 // 3. Culprits: nodes whose own evidence names an infrastructure cause (a hardware part, a link);
 //    the job's output names the cause only when no node does (an NCCL timeout on every rank blames
@@ -30,7 +31,6 @@
 
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/rules.h"
-#include "autoheal/diag/scanner.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/node_actions.h"
 #include "autoheal/remediation/node_reason.h"
@@ -70,11 +70,10 @@ struct NodePlan {
     std::string cause;
     std::string rule;
     std::vector<std::string> actions;  // in plan order; drain/reboot/reset_gpu/rma_ticket/...
-    // The node reason, typed and formatted (node_reason.h). The decision is made before the
-    // incidents are recorded, so neither carries inc=: the controller sets why.incident to the
-    // node's incident and drains with FormatReason(why).
+    // The node reason, typed (node_reason.h). The decision is made before the incidents are
+    // recorded, so it carries no inc=: the controller (Act) sets why.incident to the node's
+    // incident and drains, reboots and records with FormatReason(why).
     NodeReason why;
-    std::string reason;  // FormatReason(why): "autoheal: faulty_gpu xid=79 gpu=... rule=... job=N"
     std::vector<std::string> held;  // actions the breaker or the correlation held back
 };
 
@@ -111,7 +110,6 @@ struct DecisionInput {
     std::vector<NodeReport> reports;
     ClusterView cluster;
     const diag::RuleSet* rules = nullptr;
-    const diag::Scanner* scanner = nullptr;
     const RemediationConfig* config = nullptr;
     // Escalation history per node; may be empty.
     std::vector<std::pair<std::string, std::vector<diag::HistoryRecord>>> history;
@@ -124,6 +122,7 @@ JobDecision Decide(const DecisionInput& input);
 // What the controller epilog keeps of a decision (DecisionFile): read by the batch host's epilog
 // (the explanation) and by `autoheal replay` (the facts, to decide the run again).
 struct DecisionRecord {
+    int version = kDecisionRecordVersion;
     std::string explanation;
     bool requeue = false;
     std::string cause;
@@ -134,7 +133,8 @@ struct DecisionRecord {
     std::vector<NodeAction> node_actions;  // what each node must carry out itself (node_actions.h)
 };
 std::string DecisionRecordToJson(const DecisionRecord& record);
-// Lenient: missing or mistyped fields keep their defaults; only non-JSON is an error.
+// Lenient: missing or mistyped fields keep their defaults; non-JSON and a version newer than
+// kDecisionRecordVersion are errors (no version: version 1).
 Result<DecisionRecord> DecisionRecordFromJson(const std::string& json);
 
 // Short evidence words for a diagnosis: "xid 79, GPU 0000:3b:00.0" or the rule name.

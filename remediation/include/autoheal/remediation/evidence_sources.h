@@ -4,9 +4,10 @@
 // - the tail of the job's stdout/stderr: opened without following any symlink (openat2
 //   RESOLVE_NO_SYMLINKS, else O_NOFOLLOW), only a regular file, never blocking on a FIFO,
 //   at most `max_bytes` from its end;
-// - NVML deltas: counters that grew between the prolog's snapshot and the epilog's, and GPUs
-//   that disappeared, written as log lines the shipped signatures match;
-// - the post-job health check's failures, as log lines too.
+// - NVML deltas: counters that grew between the prolog's snapshot and the epilog's, flags that
+//   appeared, NVLinks that went down and GPUs that disappeared, as typed nvml-delta evidence;
+// - the post-job health check's failures, as typed health-check evidence.
+// Typed evidence is matched by rules on its fields (docs/rules.md); its text is for people.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "autoheal/core/result.h"
+#include "autoheal/diag/evidence.h"
+#include "autoheal/diag/rules.h"
 #include "autoheal/health/check.h"
 #include "autoheal/health/gpu_snapshot.h"
 
@@ -38,9 +41,14 @@ struct OutputPatternValues {
 };
 std::string ExpandOutputPattern(const std::string& pattern, const OutputPatternValues& v);
 
-std::vector<std::string> NvmlDeltaLines(const health::NodeSnapshot& before,
-                                        const health::NodeSnapshot& after);
+// One nvml-delta item per change: fields gpu, counter and, where they apply, before/after
+// (numbers; up/down for an NVLink) and link. A GPU of `before` that `after` lacks is
+// counter=gpu_lost. Nothing when either snapshot has no driver. Lines number the items from 1.
+std::vector<diag::Evidence> NvmlDeltaEvidence(const health::NodeSnapshot& before,
+                                              const health::NodeSnapshot& after);
 
-std::vector<std::string> HealthFailureLines(const health::HealthReport& report);
+// One health-check item per failed check: fields check, verdict=fail, gpu (per-GPU checks)
+// and reason (when the check gives one, CheckResult::reason).
+std::vector<diag::Evidence> HealthCheckEvidence(const health::HealthReport& report);
 
 }  // namespace autoheal::remediation

@@ -1,10 +1,17 @@
 // The files autoheal keeps per job under state_dir/jobs/<job>/ — the channel between the
 // prolog, the node epilogs and EpilogSlurmctld (which starts before the node epilogs end and
 // cannot wait on the job's state: see SLURM-LAB.md):
-//   <node>.prolog.json           the prolog's health report, NVML snapshot and kernel log cursor
-//   run<N>/<node>.epilog.json    what the node epilog found after run N (N = restart count)
+//   <node>.prolog.json           the prolog's baseline: kernel log cursor, NVML snapshot and
+//                                health report (PrologBaseline)
+//   run<N>/<node>.epilog.json    what the node epilog found after run N (N = restart count;
+//                                NodeReport)
+//   run<N>/decision.json         the controller's decision for run N (DecisionRecord)
 //   resume.json                  why autoheal requeued the job last (read by the SPANK plugin)
 // Every file is written to a temporary name and renamed, so a reader sees all of it or nothing.
+// Every record has a `version`; a reader refuses a version newer than it knows, with an error
+// naming both. A record without one is version 1, which the prolog baseline and the decision
+// record still are; a node report without one is refused (version 1 carried log lines, which
+// the controller no longer scans).
 // On a real cluster state_dir must be shared by the nodes and the controller (e.g. NFS), or at
 // least its jobs/ folder; the incident store beside it is written by the controller only.
 #pragma once
@@ -17,6 +24,9 @@
 #include "autoheal/core/files.h"
 #include "autoheal/core/result.h"
 #include "autoheal/core/resume_record.h"
+#include "autoheal/diag/evidence.h"
+#include "autoheal/health/check.h"
+#include "autoheal/health/gpu_snapshot.h"
 
 namespace autoheal::remediation {
 
@@ -39,25 +49,57 @@ struct GpuIdentity {
     std::string pci, uuid, serial, name;
 };
 
+inline constexpr int kNodeReportVersion = 2;
+inline constexpr int kPrologBaselineVersion = 1;
+inline constexpr int kDecisionRecordVersion = 1;
+
 // What one node epilog found.
 struct NodeReport {
+    int version = kNodeReportVersion;
     std::string job;
     std::string node;
     int restart = 0;
     std::int64_t time = 0;
     std::string exit_code;
-    // Evidence lines only (what matched a signature), per source, in order.
-    std::vector<std::string> kernel;
-    std::vector<std::string> nvml;
-    std::vector<std::string> health;
-    std::vector<std::string> job_output;
-    bool job_output_read = false;  // this node read the job's stdout/stderr
+    // The node's own evidence, as found (before the analyzers run): kernel log lines the
+    // signatures matched (source "kernel"), nvml-delta items ("nvml"), health-check items
+    // ("health"), with their signature, fields, text and line, and the uncapped counts.
+    diag::EvidenceSet evidence;
+    // The job's stdout/stderr lines the signatures matched (source "job-output"), when this
+    // node read them.
+    diag::EvidenceSet job_output;
+    bool job_output_read = false;
     std::vector<GpuIdentity> gpus;
     std::string local_cause;                // the node's own diagnosis, for logs
     std::vector<std::string> problems;      // evidence that could not be read, and why
 };
 
 std::string NodeReportToJson(const NodeReport& report);
+// Refuses non-JSON, a report without a node, an evidence item without a signature or source,
+// and any version but kNodeReportVersion (the error names the version it found).
 Result<NodeReport> NodeReportFromJson(const std::string& json);
+
+// The JSON of an evidence set as a node report carries it: {"items": [[SIGNATURE, SOURCE (a
+// name), LINE, TEXT, FIELD, VALUE, FIELD, VALUE, ...], ...], "counts": {SIGNATURE: N},
+// "lines", "bytes"}. TEXT is null when it is the previous item's (same source and line: one line
+// that several signatures matched).
+std::string EvidenceSetToJson(const diag::EvidenceSet& set);
+Result<diag::EvidenceSet> EvidenceSetFromJson(const std::string& json);
+
+// What the prolog leaves for the node epilog (PrologFile): where the kernel log stood and the
+// NVML snapshot when the job started. The file also holds the prolog's health report (tier,
+// status, results) for people; the reader does not need it.
+struct PrologBaseline {
+    int version = kPrologBaselineVersion;
+    std::int64_t time = 0;
+    std::string kernel_cursor;  // KernelLogCursor(); empty: read the whole log, capped
+    std::optional<health::NodeSnapshot> snapshot;  // absent when the prolog ran no check
+};
+// `report` (may be null) is written beside the baseline; its snapshot is the baseline's.
+std::string PrologBaselineToJson(const PrologBaseline& baseline,
+                                 const health::HealthReport* report);
+// Refuses non-JSON, a version newer than kPrologBaselineVersion, a kernel_cursor that is not
+// text and a snapshot that is not one. No version: version 1.
+Result<PrologBaseline> PrologBaselineFromJson(const std::string& json);
 
 }  // namespace autoheal::remediation

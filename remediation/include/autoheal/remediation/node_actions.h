@@ -19,14 +19,14 @@ inline constexpr int kNodeResultVersion = 1;
 
 struct NodeAction {
     std::string node;
-    std::string action;  // "reset_gpu"
+    std::string action;  // a catalog action that runs on the node (diag/taxonomy.h): reset_gpu
     std::string gpu;     // PCI bus id
 };
 
 struct NodeActionResult {
     std::string action;
     std::string gpu;
-    std::string outcome;  // "done" | "failed" | "refused" (a process still used the GPU)
+    std::string outcome;  // a catalog outcome: done, failed, refused (a process used the GPU)
     std::string detail;
 };
 

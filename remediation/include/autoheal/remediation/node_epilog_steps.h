@@ -36,8 +36,7 @@ struct NodeEpilogEnv {
 
 // What Collect found on this node.
 struct NodeEvidence {
-    NodeReport report;           // the evidence lines, GPU identities and problems
-    diag::EvidenceSet set;       // kernel (0), NVML deltas (1), post-job check (2), scanned
+    NodeReport report;           // the typed evidence, GPU identities and problems
     health::NodeSnapshot after;  // the post-job snapshot (empty without job GPUs)
     std::string output_path;     // the job's stdout, when this node read it
 };
@@ -47,7 +46,7 @@ struct NodeEvidence {
 NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env);
 
 // On the job's first node: asks Slurm for the batch host; when it is this node, reads the tail
-// of the job's stdout/stderr and keeps its evidence lines.
+// of the job's stdout/stderr and keeps its evidence (report.job_output).
 void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence* evidence);
 
 // The node's own diagnosis (no history): for the logs and to know whether the controller may
@@ -64,7 +63,7 @@ bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local);
 std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart);
 
 // Executes what the decision lists for this node (reset_gpu), refusing a GPU a process still
-// uses (per the post-job snapshot).
+// uses (per the post-job snapshot). Action and outcome words are the catalog's.
 std::vector<NodeActionResult> CarryOutNodeActions(const NodeEpilogEnv& env,
                                                   const DecisionRecord& decision,
                                                   const health::NodeSnapshot& after);
