@@ -127,9 +127,9 @@ Result<std::vector<std::string>> ParseCommand(const YAML::Node& v, const std::st
         return Expected(source, v, key, "a list: program and arguments");
     }
     if (argv.front().front() != '/') {
-        return Expected(source, v[0], key,
-                        "an absolute program path (no shell, no PATH lookup): '" +
-                            argv.front() + "'");
+        return Expected(
+            source, v[0], key,
+            "an absolute program path (no shell, no PATH lookup): '" + argv.front() + "'");
     }
     return argv;
 }

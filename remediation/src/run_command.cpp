@@ -17,8 +17,8 @@ std::string RunCommand(const std::vector<std::string>& argv, double timeout_seco
     if (argv.empty()) return "no command";
     os::SubprocessSpec spec;
     spec.argv = argv;
-    spec.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(
-        std::llround(std::max(timeout_seconds, 0.0) * 1000)));
+    spec.timeout = std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::llround(std::max(timeout_seconds, 0.0) * 1000)));
     auto done = os::RunSubprocess(std::move(spec));
     if (!done) return done.error();
     return done->exit.ok() ? "ok" : argv.front() + ": " + done->exit.Describe();

@@ -216,9 +216,9 @@ bool EpilogRunning() {
 // drained or down with no reboot pending are resumed — again on every pass, since a reboot that
 // completes after the first pass, or a slurmd that comes back late, can leave a node out. A
 // reboot still shown after 30 s (never issued, or a slurmd that did not come back) is cancelled
-// by the resume. autoheal's files and the lab's reboot and reset records are removed last, once no epilog of the cluster still runs
-// (EpilogSlurmctld may outlive the job's nodes becoming idle, and would write into the next
-// scenario's store).
+// by the resume. autoheal's files and the lab's reboot and reset records are removed last, once no
+// epilog of the cluster still runs (EpilogSlurmctld may outlive the job's nodes becoming idle, and
+// would write into the next scenario's store).
 void ResetCluster() {
     std::map<std::string, std::chrono::steady_clock::time_point> reboot_seen;
     std::map<std::string, std::chrono::steady_clock::time_point> resumed_at;

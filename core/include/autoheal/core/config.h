@@ -21,7 +21,7 @@ struct Config {
     std::string log_target = "file";  // file (log_file) | syslog (ident autoheal, facility daemon)
     std::string log_format = "text";  // text | json (one JSON object per line)
     std::string state_dir = kDefaultStateDir;  // prolog snapshots and job records
-    YAML::Node health;  // the `health:` section, parsed by health/ (ParseHealthConfig)
+    YAML::Node health;       // the `health:` section, parsed by health/ (ParseHealthConfig)
     PolicySettings policy;   // read by ScanSubmitSettings (config_scan.h), the plugin's reader
     YAML::Node remediation;  // the `remediation:` section, parsed by remediation/
                              // (ParseRemediationConfig)

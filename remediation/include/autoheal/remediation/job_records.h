@@ -70,8 +70,8 @@ struct NodeReport {
     diag::EvidenceSet job_output;
     bool job_output_read = false;
     std::vector<GpuIdentity> gpus;
-    std::string local_cause;                // the node's own diagnosis, for logs
-    std::vector<std::string> problems;      // evidence that could not be read, and why
+    std::string local_cause;            // the node's own diagnosis, for logs
+    std::vector<std::string> problems;  // evidence that could not be read, and why
 };
 
 std::string NodeReportToJson(const NodeReport& report);

@@ -12,8 +12,9 @@
 namespace autoheal::remediation {
 
 // Runs argv (no shell; argv[0] absolute) with a time limit; returns "ok" or the failure
-// ("/usr/bin/nvidia-smi: exit 3", "...: killed by signal 9", "...: timed out after 60.0 s ...", "...: not an absolute
-// path"). The child's process group is killed at the deadline and its reap is bounded.
+// ("/usr/bin/nvidia-smi: exit 3", "...: killed by signal 9", "...: timed out after 60.0 s ...",
+// "...: not an absolute path"). The child's process group is killed at the deadline and its reap is
+// bounded.
 std::string RunCommand(const std::vector<std::string>& argv, double timeout_seconds);
 
 // Appends `text` to the user's file as that user (a child process with the user's ids and no
