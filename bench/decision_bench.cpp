@@ -214,12 +214,12 @@ std::unique_ptr<Scenario> MakeScenario(int n, const diag::RuleSet& rules,
         // History: three earlier incidents per node within 90 days, none of them repeats of
         // today's faults on the same GPU (escalation must look, not fire).
         std::vector<diag::HistoryRecord> h;
-        h.push_back({kNow - 40 * 86400, node, Pci(i % 8) + ".0", "xid-app-fault", "user_error",
-                     std::to_string(1000 + i)});
-        h.push_back({kNow - 20 * 86400, node, "", "nccl-watchdog-timeout", "nccl_timeout",
-                     std::to_string(2000 + i)});
-        h.push_back({kNow - 3 * 86400, node, Pci((i + 3) % 8) + ".0", "nvml-ecc-corrected",
-                     "gpu_ecc_corrected", std::to_string(3000 + i)});
+        h.push_back({kNow - 40 * std::int64_t{86400}, node, Pci(i % 8) + ".0", "xid-app-fault",
+                     "user_error", std::to_string(1000 + i)});
+        h.push_back({kNow - 20 * std::int64_t{86400}, node, "", "nccl-watchdog-timeout",
+                     "nccl_timeout", std::to_string(2000 + i)});
+        h.push_back({kNow - 3 * std::int64_t{86400}, node, Pci((i + 3) % 8) + ".0",
+                     "nvml-ecc-corrected", "gpu_ecc_corrected", std::to_string(3000 + i)});
         in.history.emplace_back(node, std::move(h));
         in.unexplained_failures.emplace_back(node, i % 5 == 0 ? 1 : 0);
     }

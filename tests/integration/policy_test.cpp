@@ -182,7 +182,8 @@ TEST_F(PolicyTest, BrokenConfigKeepsThePreviousPolicy) {
     WriteConfig(three);
     ASSERT_TRUE(WaitUntil([&] { return refused_with("3"); }, kReloadLimit)) << SlurmctldLog();
 
-    const auto line = std::count(original.begin(), original.begin() + at, '\n') + 1;
+    const auto line =
+        std::count(original.begin(), original.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1;
     const std::string complaint = "autoheal: job_submit: config: " + ConfigPath() + ":" +
                                   std::to_string(line) +
                                   ":9: policy: expected a mapping of settings";

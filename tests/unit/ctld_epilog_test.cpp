@@ -123,6 +123,7 @@ TEST_F(CtldEpilogTest, Xid13BurstIsNotTheNodesFault) {
 TEST_F(CtldEpilogTest, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidence) {
     FailedJob(77, {"node1", "node2", "node3", "node4"});
     std::vector<std::string> ranks;
+    ranks.reserve(4);
     for (int rank = 0; rank < 4; ++rank) {
         ranks.push_back(
             "[Rank " + std::to_string(rank) +

@@ -137,6 +137,7 @@ TEST_F(DecisionTest, TypedNvmlDeltaEvidenceIsDiagnosedOnItsFields) {
 
 TEST_F(DecisionTest, NcclTimeoutsOnEveryRankBlameOnlyTheNodeWithHardwareEvidence) {
     std::vector<std::string> output;
+    output.reserve(4);
     for (int rank = 0; rank < 4; ++rank) {
         output.push_back(
             "[rank" + std::to_string(rank) +
@@ -281,7 +282,7 @@ TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
 }
 
 TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
-    config_.lemon = {3, 7 * 86400};
+    config_.lemon = {3, 7 * std::int64_t{86400}};
     in_.job.nodes = {"node1"};
     in_.reports.resize(1);  // node1's report: nothing found
     in_.unexplained_failures = {{"node1", 2}};

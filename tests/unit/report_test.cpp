@@ -18,7 +18,7 @@ using ::testing::Not;
 
 constexpr std::int64_t kH = 3600;
 constexpr std::int64_t kT0 = 1'700'000'000;
-constexpr std::int64_t kUntil = kT0 + 10 * 24 * kH;
+constexpr std::int64_t kUntil = kT0 + std::int64_t{10} * 24 * kH;
 
 RunRecord MakeRun(const std::string& job, int run, int nodes, std::int64_t start, std::int64_t end,
                   const std::string& outcome, const std::string& cause, bool requeued) {
@@ -112,7 +112,7 @@ TEST(Report, MtbfAndHoursLost) {
     EXPECT_EQ(r.bucket_seconds, 86400);
     EXPECT_EQ(r.buckets[0].interruptions, 3);
     EXPECT_EQ(r.buckets[9].interruptions, 1);
-    EXPECT_EQ(r.buckets[9].start, kT0 + 9 * 86400);
+    EXPECT_EQ(r.buckets[9].start, kT0 + 9 * std::int64_t{86400});
 }
 
 TEST(Report, EttrAndYoungDalyFromMeasuredFigures) {

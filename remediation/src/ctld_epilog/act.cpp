@@ -68,7 +68,7 @@ ActResult OpenNodeTicket(const CtldEnv& env, const DecisionInput& in, const JobD
             if (g.pci == p.plan.gpu && !g.serial.empty()) part = g.serial;
         }
     }
-    const std::int64_t period = in.cluster.now / (30 * 86400);
+    const std::int64_t period = in.cluster.now / (30 * std::int64_t{86400});
     const std::string key = kind + "/" + p.plan.node + "/" + (part.empty() ? "node" : part) + "/" +
                             p.plan.cause + "/" + std::to_string(period);
     static const std::vector<diag::HistoryRecord> kNoHistory;

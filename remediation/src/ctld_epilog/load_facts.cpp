@@ -24,7 +24,7 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
 
     const std::int64_t now = env.clock.Now();
     for (const std::string& node : in->job.nodes) {
-        auto h = env.store.History(now - 90 * 86400, node, "");
+        auto h = env.store.History(now - 90 * std::int64_t{86400}, node, "");
         if (h) in->history.emplace_back(node, std::move(*h));
     }
     for (const std::string& node : in->job.nodes) {

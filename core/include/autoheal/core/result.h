@@ -54,9 +54,13 @@ class [[nodiscard]] Result {
     // REQUIRES: ok()
     const T& value() const& { return std::get<T>(v_); }
     T& value() & { return std::get<T>(v_); }
-    T&& value() && { return std::get<T>(std::move(v_)); }
+    // By value, not T&&: `for (auto& x : F().value())` must not reference a dead temporary.
+    T value() && { return std::get<T>(std::move(v_)); }
     const T& operator*() const& { return value(); }
+    T& operator*() & { return value(); }  // so that std::move(*result) moves
+    T operator*() && { return std::move(*this).value(); }
     const T* operator->() const { return &value(); }
+    T* operator->() { return &value(); }
 
     // REQUIRES: !ok()
     const std::string& error() const { return std::get<Error>(v_).message; }
