@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -239,97 +238,6 @@ TEST(Subprocess, FailingToSwitchUserFailsTheStart) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.code(), ErrorCode::kIo);
     EXPECT_NE(r.error().find("cannot switch user"), std::string::npos) << r.error();
-}
-
-// ---- the controller's two uses, as it will make them ----
-
-// RunCommand: argv + a time limit -> "ok", "exit N", "killed by signal N" or the error.
-std::string RunCommandShape(const std::vector<std::string>& argv, milliseconds timeout) {
-    SubprocessSpec spec;
-    spec.argv = argv;
-    spec.timeout = timeout;
-    auto r = RunSubprocess(spec);
-    if (!r) return r.error();
-    return r->exit.ok() ? "ok" : r->exit.Describe();
-}
-
-TEST(Subprocess, RunCommandUse) {
-    EXPECT_EQ(RunCommandShape({"/bin/true"}, milliseconds(5000)), "ok");
-    EXPECT_EQ(RunCommandShape({"/bin/sh", "-c", "exit 4"}, milliseconds(5000)), "exit 4");
-    EXPECT_EQ(RunCommandShape({"/bin/sh", "-c", "kill -TERM $$"}, milliseconds(5000)),
-              "killed by signal 15");
-    const std::string slow = RunCommandShape({"/bin/sleep", "10"}, milliseconds(100));
-    EXPECT_NE(slow.find("/bin/sleep: timed out after 0.1 s"), std::string::npos) << slow;
-    const std::string bare = RunCommandShape({"nvidia-smi", "-r"}, milliseconds(100));
-    EXPECT_NE(bare.find("not an absolute path"), std::string::npos) << bare;
-}
-
-// AppendAsUser: fork, switch to the job's user, open without following links, append to a
-// regular file only; the exit status says what failed.
-Result<Exit> AppendShape(const std::string& path, const std::string& text,
-                         std::optional<UserIds> user) {
-    SubprocessSpec spec;
-    spec.user = std::move(user);
-    spec.timeout = std::chrono::seconds(10);
-    spec.in_child = [&](int) {
-        const int fd = ::open(path.c_str(),
-                              O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) return 3;
-        struct stat st {};
-        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 4;
-        const ssize_t n = ::write(fd, text.data(), text.size());
-        return n == static_cast<ssize_t>(text.size()) ? 0 : 5;
-    };
-    auto r = RunSubprocess(std::move(spec));
-    if (!r) return r.status();
-    return r->exit;
-}
-
-std::string ReadAll(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-TEST(Subprocess, AppendAsUserUse) {
-    char dir_template[] = "/tmp/autoheal-subprocess-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    const std::string dir = dir_template;
-    ::chmod(dir.c_str(), 0755);
-    const std::string file = dir + "/job.out";
-    std::ofstream(file) << "job output\n";
-
-    auto done = AppendShape(file, "autoheal: requeued\n", std::nullopt);
-    ASSERT_TRUE(done) << done.error();
-    EXPECT_EQ(done->code, 0);
-    EXPECT_EQ(ReadAll(file), "job output\nautoheal: requeued\n");
-
-    const std::string link = dir + "/link.out";
-    ASSERT_EQ(::symlink(file.c_str(), link.c_str()), 0);
-    auto through_link = AppendShape(link, "x", std::nullopt);
-    ASSERT_TRUE(through_link) << through_link.error();
-    EXPECT_EQ(through_link->code, 3);
-
-    auto on_dir = AppendShape(dir, "x", std::nullopt);
-    ASSERT_TRUE(on_dir) << on_dir.error();
-    EXPECT_NE(on_dir->code, 0);
-
-    if (::getuid() == 0) {
-        // Root's 0600 file: the job's user (nobody) cannot append to it, and does not.
-        ::chmod(file.c_str(), 0600);
-        auto as_nobody = AppendShape(file, "as nobody\n", UserIds{65534, 65534, {}});
-        ASSERT_TRUE(as_nobody) << as_nobody.error();
-        EXPECT_EQ(as_nobody->code, 3);
-        ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
-        auto owned = AppendShape(file, "as nobody\n", UserIds{65534, 65534, {}});
-        ASSERT_TRUE(owned) << owned.error();
-        EXPECT_EQ(owned->code, 0);
-        EXPECT_EQ(ReadAll(file), "job output\nautoheal: requeued\nas nobody\n");
-    }
-    std::remove(link.c_str());
-    std::remove(file.c_str());
-    ::rmdir(dir.c_str());
 }
 
 }  // namespace
