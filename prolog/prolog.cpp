@@ -37,9 +37,8 @@ void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& c
     baseline.time = static_cast<std::int64_t>(std::time(nullptr));
     baseline.kernel_cursor = kernel_cursor;
     if (report != nullptr) baseline.snapshot = report->snapshot;
-    auto written =
-        autoheal::WriteFileAtomically(rem::PrologFile(state_dir, ctx.job_id, ctx.node),
-                                      rem::PrologBaselineToJson(baseline, report), 0640, 0755);
+    auto written = rem::WriteJobRecord(state_dir, rem::PrologFile(state_dir, ctx.job_id, ctx.node),
+                                       rem::PrologBaselineToJson(baseline, report), 0640);
     if (!written) spdlog::warn("autoheal: prolog: {}", written.error());
 }
 

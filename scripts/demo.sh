@@ -29,6 +29,10 @@ fail() {
     exit 1
 }
 autoheal() { "$build_dir/bin/autoheal" "$@"; }
+# Jobs are submitted by an unprivileged user of the lab (tests/cluster/start.sh creates it); the
+# admin's commands run as root.
+user=ahuser1
+as_user() { runuser -u "$user" -- "$@"; }
 job_field() { scontrol show job -o "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 node_state() { sinfo -h -N -n "$1" -o '%T'; }
 node_reason() { sinfo -h -N -n "$1" -o '%E'; }
@@ -41,21 +45,24 @@ eval "$("$repo_root/tests/cluster/start.sh")"
 export AUTOHEAL_CONFIG=$cluster/etc/autoheal/autoheal.yaml
 sinfo -N -o '%N %T %G'
 work=$cluster/state/demo
-rm -rf "$work" && mkdir -p "$work/ckpt"
+# The job's folder is its user's; the training script is copied there (the checkout may be in a
+# folder the user cannot read).
+rm -rf "$work" && mkdir -p "$work/ckpt" && cp "$repo_root/demo/train.py" "$work/"
+chown -R "$user:" "$work"
 cd "$work"
 
 say "a bad option is refused at submit, naming the option and its allowed values"
-echo '$ sbatch --auto-resume=lots --wrap true'
-if sbatch --auto-resume=lots --wrap true; then fail "sbatch accepted --auto-resume=lots"; fi
+echo "$user\$ sbatch --auto-resume=lots --wrap true"
+if as_user sbatch --auto-resume=lots --wrap true; then fail "sbatch accepted --auto-resume=lots"; fi
 
 say "1. a 2-node training job that opts in to auto-resume"
 cat >train.sbatch <<JOB
 #!/bin/bash
 export CKPT_DIR=$work/ckpt DEMO_FAULT_FILE=$work/fault STEPS=40
-exec python3 $repo_root/demo/train.py
+exec python3 $work/train.py
 JOB
-echo "\$ sbatch -N 2 --gpus-per-node=1 --auto-resume=3 --ckpt-dir=$work/ckpt train.sbatch"
-job=$(sbatch --parsable -N 2 --gpus-per-node=1 --auto-resume=3 --ckpt-dir="$work/ckpt" \
+echo "$user\$ sbatch -N 2 --gpus-per-node=1 --auto-resume=3 --ckpt-dir=$work/ckpt train.sbatch"
+job=$(as_user sbatch --parsable -N 2 --gpus-per-node=1 --auto-resume=3 --ckpt-dir="$work/ckpt" \
     --open-mode=append -o "$work/train-%j.out" train.sbatch)
 out=$work/train-$job.out
 deadline=$((SECONDS + 60))
@@ -155,8 +162,8 @@ cat >"$cluster/lib/fake-gpu/scenarios/$other.json" <<'JSON'
           {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]}
 JSON
 echo "$other's fake GPU 0 now computes wrong GEMM results (silent data corruption)"
-echo "\$ sbatch -N 1 -w $other --gpus-per-node=2 --auto-resume=2 --wrap 'hostname'"
-job2=$(sbatch --parsable -N 1 -w "$other" --gpus-per-node=2 --auto-resume=2 -o "$work/prolog-%j.out" \
+echo "$user\$ sbatch -N 1 -w $other --gpus-per-node=2 --auto-resume=2 --wrap 'hostname'"
+job2=$(as_user sbatch --parsable -N 1 -w "$other" --gpus-per-node=2 --auto-resume=2 -o "$work/prolog-%j.out" \
     --wrap 'echo "ran on $(hostname -s) as $SLURMD_NODENAME"')
 deadline=$((SECONDS + 60))
 until [[ "$(node_state "$other")" == drain* ]]; do

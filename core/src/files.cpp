@@ -63,7 +63,7 @@ Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes
 }
 
 Result<bool> WriteFileAtomically(const std::string& path, std::string_view content,
-                                 unsigned file_mode, unsigned dir_mode) {
+                                 unsigned file_mode, unsigned dir_mode, const FileOwner* owner) {
     const std::filesystem::path target(path);
     const std::filesystem::path dir =
         target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
@@ -75,6 +75,9 @@ Result<bool> WriteFileAtomically(const std::string& path, std::string_view conte
         if (::stat(built.c_str(), &st) == 0) continue;
         if (::mkdir(built.c_str(), dir_mode) == 0) {
             ::chmod(built.c_str(), dir_mode);  // exactly dir_mode, whatever the umask
+            if (owner != nullptr && ::lchown(built.c_str(), owner->uid, owner->gid) != 0) {
+                return MakeError(Errno(built.string(), "cannot give the folder away"));
+            }
         } else if (errno != EEXIST) {
             return MakeError(Errno(built.string(), "cannot create folder"));
         }
@@ -92,6 +95,9 @@ Result<bool> WriteFileAtomically(const std::string& path, std::string_view conte
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return fail(Errno(tmp, "cannot write"));
         done += static_cast<std::size_t>(n);
+    }
+    if (owner != nullptr && ::fchown(fd.get(), owner->uid, owner->gid) != 0) {
+        return fail(Errno(tmp, "cannot give the file away"));
     }
     // mkostemp makes the file 0600.
     if (::fchmod(fd.get(), file_mode) != 0) return fail(Errno(tmp, "cannot chmod"));

@@ -38,7 +38,8 @@ EpilogOutcome RunNodePipeline(const NodeEpilogEnv& env, SlurmClient& slurm) {
     // so a job that is not requeued cannot carry the explanation in its AdminComment: the batch
     // host appends it to the job's output, where the user looks first.
     if (!NeedsDecision(evidence, local)) return outcome;
-    const std::optional<DecisionRecord> decision = AwaitDecision(env, report.restart);
+    const std::optional<DecisionRecord> decision =
+        AwaitDecision(env, report.restart, evidence.run_began);
     if (!decision) {
         outcome.summary += "; no decision from the controller in time: nothing carried out";
         return outcome;
@@ -129,9 +130,9 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     in.job.restart_count = std::atoi(env.ctx.restart_count.c_str());
     in.job.auto_resume = env.ctx.options.auto_resume;
     in.job.nodes = SlurmAdapter::ExpandHostlist(env.ctx.nodelist);
-    CollectReports(env, &in);
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};
+    CollectReports(env, *times, &in);
 
     ActOutcome acted;
     std::string requeue_failure;

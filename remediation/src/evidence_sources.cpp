@@ -151,14 +151,56 @@ Result<std::string> ReadKernelLogSince(const std::string& source, const std::str
     return out;
 }
 
+int OpenEachComponentNoFollow(const std::string& path, int flags) {
+    if (path.empty() || path.front() != '/') {
+        errno = EINVAL;
+        return -1;
+    }
+    UniqueFd dir(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (dir.get() < 0) return -1;
+    std::size_t at = 1;
+    for (;;) {
+        const std::size_t slash = path.find('/', at);
+        const std::string part = path.substr(at, slash == std::string::npos ? slash : slash - at);
+        if (slash == std::string::npos) {  // the file itself
+            if (part.empty() || part == "." || part == "..") {
+                errno = EISDIR;
+                return -1;
+            }
+            return ::openat(dir.get(), part.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+        }
+        at = slash + 1;
+        if (part.empty() || part == ".") continue;
+        if (part == "..") {  // would climb back over a component already checked
+            errno = EINVAL;
+            return -1;
+        }
+        // O_PATH|O_NOFOLLOW opens a symlink itself instead of failing: fstat tells which.
+        UniqueFd next(::openat(dir.get(), part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+        if (next.get() < 0) return -1;
+        struct stat st {};
+        if (::fstat(next.get(), &st) != 0) return -1;
+        if (S_ISLNK(st.st_mode)) {
+            errno = ELOOP;
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            return -1;
+        }
+        dir = std::move(next);
+    }
+}
+
 Result<std::string> ReadFileTailSafely(const std::string& path, std::uint64_t max_bytes) {
     if (path.empty() || path.front() != '/') return MakeError(path + ": not an absolute path");
+    constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
     open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+    how.flags = kFlags;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     int raw = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
     if (raw < 0 && (errno == ENOSYS || errno == EPERM)) {  // pre-5.6 kernel or seccomp
-        raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        raw = OpenEachComponentNoFollow(path, kFlags);
     }
     if (raw < 0) {
         if (errno == ELOOP) return MakeError(path + ": is or passes through a symlink: not read");

@@ -1,7 +1,11 @@
 #include "autoheal/remediation/job_records.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +34,44 @@ std::string DecisionFile(const std::string& state_dir, const std::string& job, i
 std::string EpilogFile(const std::string& state_dir, const std::string& job, int restart,
                        const std::string& node) {
     return JobDir(state_dir, job) + "/run" + std::to_string(restart) + "/" + node + ".epilog.json";
+}
+
+Result<int> CleanOldJobRecords(const std::string& state_dir, std::int64_t older_than,
+                               const std::string& keep_job, int max_removed, int max_examined) {
+    const std::string jobs = state_dir + "/jobs";
+    std::error_code ec;
+    std::filesystem::directory_iterator it(jobs, ec);
+    if (ec) {
+        if (ec == std::errc::no_such_file_or_directory) return 0;
+        return MakeError(jobs + ": cannot list: " + ec.message());
+    }
+    int removed = 0;
+    int examined = 0;
+    for (; it != std::filesystem::directory_iterator() && removed < max_removed &&
+           examined < max_examined;
+         it.increment(ec)) {
+        ++examined;
+        const std::string name = it->path().filename().string();
+        if (!SafePathPart(name) || name == keep_job) continue;
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if (st.st_mtime >= older_than) continue;
+        std::error_code rm;
+        std::filesystem::remove_all(it->path(), rm);
+        if (rm) return MakeError(it->path().string() + ": cannot remove: " + rm.message());
+        ++removed;
+    }
+    if (ec) return MakeError(jobs + ": cannot list: " + ec.message());
+    return removed;
+}
+
+Result<bool> WriteJobRecord(const std::string& state_dir, const std::string& path,
+                            std::string_view content, unsigned file_mode) {
+    struct stat st {};
+    const bool give_away = ::geteuid() == 0 && ::stat((state_dir + "/jobs").c_str(), &st) == 0 &&
+                           S_ISDIR(st.st_mode) && st.st_uid != 0;
+    const FileOwner owner{st.st_uid, st.st_gid};
+    return WriteFileAtomically(path, content, file_mode, 0755, give_away ? &owner : nullptr);
 }
 
 namespace {
@@ -314,6 +356,8 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
         node_actions.push_back({{"node", a.node}, {"action", a.action}, {"gpu", a.gpu}});
     }
     return nlohmann::json{{"version", d.version},
+                          {"job", d.job},
+                          {"time", d.time},
                           {"node_actions", node_actions},
                           {"explanation", d.explanation},
                           {"requeue", d.requeue},
@@ -330,6 +374,8 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
     if (!parsed) return parsed.status();
     const nlohmann::json& j = *parsed;
     DecisionRecord d;
+    d.job = Str(j, "job");
+    d.time = Int(j, "time", std::int64_t{0});
     d.explanation = Str(j, "explanation");
     d.requeue = Bool(j, "requeue");
     d.cause = Str(j, "cause");

@@ -174,6 +174,11 @@ Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::st
             config->requeue_delay_seconds > 3600) {
             return bad("seconds from 1 to 3600");
         }
+    } else if (key == "jobs_retention_days") {
+        if (!YamlRead(v, &config->jobs_retention_days) || config->jobs_retention_days < 1 ||
+            config->jobs_retention_days > 3650) {
+            return bad("days from 1 to 3650");
+        }
     } else if (key == "gpu_reset_command") {
         auto argv = ParseCommand(v, source, key);
         if (!argv) return argv.status();

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "autoheal/os/subprocess.h"
+#include "autoheal/remediation/evidence_sources.h"
 
 namespace autoheal::remediation {
 
@@ -24,13 +27,53 @@ std::string RunCommand(const std::vector<std::string>& argv, double timeout_seco
     return done->exit.ok() ? "ok" : argv.front() + ": " + done->exit.Describe();
 }
 
+namespace {
+
+// The job user's ids (primary group, no supplementary groups), when this process is root and the
+// user is not.
+std::optional<os::UserIds> JobUser(uid_t uid) {
+    if (::getuid() != 0 || uid == 0) return std::nullopt;
+    const struct passwd* pw = ::getpwuid(uid);
+    return os::UserIds{uid, pw != nullptr ? pw->pw_gid : static_cast<gid_t>(uid), {}};
+}
+
+}  // namespace
+
+Result<std::string> ReadFileTailAsUser(const std::string& path, std::uint64_t max_bytes,
+                                       uid_t uid) {
+    std::optional<os::UserIds> user = JobUser(uid);
+    if (!user) return ReadFileTailSafely(path, max_bytes);
+    os::SubprocessSpec spec;
+    spec.user = std::move(user);
+    spec.timeout = std::chrono::seconds(10);
+    // The tail (exit 0) or the error message (exit 3) comes back through the capture.
+    spec.capture_limit = static_cast<std::size_t>(max_bytes) + 4096;
+    spec.in_child = [&](int out_fd) {
+        auto tail = ReadFileTailSafely(path, max_bytes);
+        const std::string& text = tail ? *tail : tail.error();
+        std::size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t n = ::write(out_fd, text.data() + done, text.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return 5;
+            done += static_cast<std::size_t>(n);
+        }
+        return tail ? 0 : 3;
+    };
+    auto done = os::RunSubprocess(std::move(spec));
+    if (!done) return MakeError(done.code(), path + ": not read: " + done.error());
+    if (done->exit.ok()) return done->output;
+    if (done->exit.code == 3) {
+        return MakeError(ErrorCode::kIo, done->output + " (as uid " + std::to_string(uid) + ")");
+    }
+    return MakeError(ErrorCode::kIo, path + ": not read (as uid " + std::to_string(uid) + ", " +
+                                         done->exit.Describe() + ")");
+}
+
 Result<bool> AppendAsUser(const std::string& path, const std::string& text, uid_t uid) {
     if (uid == 0 && ::getuid() != 0) return MakeError(ErrorCode::kInvalid, "no job uid");
     os::SubprocessSpec spec;
-    if (::getuid() == 0 && uid != 0) {
-        const struct passwd* pw = ::getpwuid(uid);
-        spec.user = os::UserIds{uid, pw != nullptr ? pw->pw_gid : static_cast<gid_t>(uid), {}};
-    }
+    spec.user = JobUser(uid);
     spec.timeout = std::chrono::seconds(10);
     // Exit statuses: 3 cannot open (missing, a link, not the user's to write), 4 not a regular
     // file, 5 short write.

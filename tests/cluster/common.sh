@@ -6,6 +6,10 @@ cluster_dir=${AUTOHEAL_CLUSTER_DIR:-/tmp/autoheal-cluster}
 cluster_nodes=${AUTOHEAL_CLUSTER_NODES:-4}
 ctld_port=${AUTOHEAL_CLUSTER_PORT:-16817}
 slurmd_port_base=$((ctld_port + 184))
+# The production layout (docs/admin-guide.md): slurmctld and EpilogSlurmctld run as this user,
+# slurmd as root, jobs are submitted by the lab's unprivileged users.
+slurm_user=slurm
+lab_users=(ahuser1 ahuser2)
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build_dir=${AUTOHEAL_BUILD_DIR:-$repo_root/build}
 

@@ -4,23 +4,32 @@
 # autoheal's plugins and prolog/epilog programs installed from the build folder. Waits until
 # every node is idle. All state lives in AUTOHEAL_CLUSTER_DIR; stop.sh stops it all by PID.
 #
+# The layout is production's (docs/admin-guide.md): SlurmUser=slurm (the system user is created
+# when missing), slurmd as root, jobs submitted by the unprivileged users ahuser1 and ahuser2
+# (created when missing), state_dir owned by slurm with the incident store in it, and
+# state_dir/jobs a link to its own folder (export/jobs, owned by slurm, 0755), standing in for
+# the NFS export the nodes and the controller share. state/ is the users' shared file system
+# (mode 1777, like /tmp): job scripts, outputs and checkpoints.
+#
 # Anything left by an earlier run of the same folder (even one that was killed) is stopped
 # first. On failure the daemons are stopped and the log tails printed.
 #
 # Use it:  eval "$(tests/cluster/start.sh)"   # prints `export SLURM_CONF=...` on stdout
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap fires inside the functions too
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-[ "$(id -u)" -eq 0 ] || { log "must run as root (slurmd runs jobs as their users)"; exit 1; }
-[ "$cluster_nodes" -ge 4 ] || { log "AUTOHEAL_CLUSTER_NODES must be at least 4"; exit 1; }
-for prog in autoheal-prolog autoheal-epilog autoheal-epilog-ctld; do
-    [ -x "$build_dir/bin/$prog" ] || { log "missing $build_dir/bin/$prog: run make first"; exit 1; }
-done
-for plugin in spank_autoheal.so job_submit_autoheal.so; do
-    [ -f "$build_dir/plugins/$plugin" ] || { log "missing $build_dir/plugins/$plugin: run make first"; exit 1; }
-done
 
-"$repo_root/tests/cluster/stop.sh"
+check_prerequisites() {
+    [ "$(id -u)" -eq 0 ] || { log "must run as root (slurmd runs jobs as their users)"; exit 1; }
+    [ "$cluster_nodes" -ge 4 ] || { log "AUTOHEAL_CLUSTER_NODES must be at least 4"; exit 1; }
+    local prog plugin
+    for prog in autoheal-prolog autoheal-epilog autoheal-epilog-ctld; do
+        [ -x "$build_dir/bin/$prog" ] || { log "missing $build_dir/bin/$prog: run make first"; exit 1; }
+    done
+    for plugin in spank_autoheal.so job_submit_autoheal.so; do
+        [ -f "$build_dir/plugins/$plugin" ] || { log "missing $build_dir/plugins/$plugin: run make first"; exit 1; }
+    done
+}
 
 failed() {
     local rc=$?
@@ -31,47 +40,95 @@ failed() {
     "$repo_root/tests/cluster/stop.sh"
     exit "$rc"
 }
-trap failed ERR
 
-host=$(hostname -s)
-last=$cluster_nodes
-rm -rf "$cluster_dir"
-mkdir -p "$cluster_dir"/{etc/autoheal,bin,lib,log,run/own,ctld,spool,dev,munge/key,state}
-chmod 755 "$cluster_dir" "$cluster_dir/munge"
-chmod 700 "$cluster_dir/munge/key"
+# ensure_user NAME system|login: creates the user (and its group) unless it exists. Another
+# cluster of this machine may create it at the same moment: a failed useradd is fine when the
+# user exists afterwards.
+ensure_user() {
+    local name=$1 kind=$2
+    id -u "$name" >/dev/null 2>&1 && return 0
+    local args=(--user-group --no-create-home --home-dir /nonexistent)
+    if [ "$kind" = system ]; then
+        args+=(--system --shell /usr/sbin/nologin)
+    else
+        args+=(--shell /bin/sh)
+    fi
+    useradd "${args[@]}" "$name" 2>/dev/null || id -u "$name" >/dev/null 2>&1 \
+        || { log "cannot create the user $name"; return 1; }
+}
 
-# --- autoheal, installed from the build folder (copied: a rebuild never changes a running cluster)
-cp "$build_dir"/bin/autoheal-prolog "$build_dir"/bin/autoheal-epilog \
-    "$build_dir"/bin/autoheal-epilog-ctld "$cluster_dir/bin/"
-[ -x "$build_dir/bin/autoheal" ] && cp "$build_dir/bin/autoheal" "$cluster_dir/bin/"
-cp "$build_dir"/plugins/*.so "$cluster_dir/lib/"
+make_users() {
+    ensure_user "$slurm_user" system
+    local u
+    for u in "${lab_users[@]}"; do ensure_user "$u" login; done
+}
+
+# The folders and who owns them (the admin guide's layout).
+make_layout() {
+    rm -rf "$cluster_dir"
+    mkdir -p "$cluster_dir"/{etc/autoheal,bin,lib,log,run/own,run/ctld,ctld,spool,dev,munge/key}
+    mkdir -p "$cluster_dir"/{state/autoheal,export/jobs,metrics}
+    chmod 755 "$cluster_dir" "$cluster_dir/munge"
+    chmod 700 "$cluster_dir/munge/key"
+    chmod 1777 "$cluster_dir/state"
+    # slurmctld's own state, pid and log; autoheal's log is shared by root's programs and
+    # EpilogSlurmctld, so it belongs to slurm (root writes anything).
+    : >"$cluster_dir/log/slurmctld.log"
+    : >"$cluster_dir/log/autoheal.log"
+    chown "$slurm_user:" "$cluster_dir/ctld" "$cluster_dir/run/ctld" \
+        "$cluster_dir/log/slurmctld.log" "$cluster_dir/log/autoheal.log" "$cluster_dir/metrics"
+    chmod 700 "$cluster_dir/ctld"
+    # state_dir: the controller's (incident store, lock, tickets, quarantine); jobs/ is the
+    # shared hand-off between the nodes and the controller, on its own path.
+    chown "$slurm_user:" "$cluster_dir/state/autoheal" "$cluster_dir/export/jobs"
+    chmod 755 "$cluster_dir/state/autoheal" "$cluster_dir/export" "$cluster_dir/export/jobs"
+    ln -s "$cluster_dir/export/jobs" "$cluster_dir/state/autoheal/jobs"
+}
+
+# autoheal, installed from the build folder (copied: a rebuild never changes a running cluster).
+install_autoheal() {
+    cp "$build_dir"/bin/autoheal-prolog "$build_dir"/bin/autoheal-epilog \
+        "$build_dir"/bin/autoheal-epilog-ctld "$cluster_dir/bin/"
+    [ -x "$build_dir/bin/autoheal" ] && cp "$build_dir/bin/autoheal" "$cluster_dir/bin/"
+    cp "$build_dir"/plugins/*.so "$cluster_dir/lib/"
+    # The programs find this config and the rules next to their install prefix (bin/../etc/autoheal).
+    mkdir -p "$cluster_dir/etc/autoheal/rules.d"
+    cp "$repo_root"/etc/rules.d/*.yaml "$cluster_dir/etc/autoheal/rules.d/"
+}
+
 # Fake GPUs at the ABI boundary (tests/fakes): NVML and the CUDA check module, each node
-# reading lib/fake-gpu/scenarios/<node>.json, else default.json (2 healthy GPUs per node).
-fake=$cluster_dir/lib/fake-gpu
-mkdir -p "$fake/scenarios"
-for lib in nvml/libnvidia-ml.so.1 cuda/libautoheal_cuda_fake.so; do
-    [ -f "$build_dir/fakes/$lib" ] || { log "missing $build_dir/fakes/$lib: run make first"; exit 1; }
-    cp "$build_dir/fakes/$lib" "$fake/"
-done
-health_section="health:
-  nvml_timeout_seconds: 2
-  quick_budget_seconds: 8
-  nvml_library: $fake/libnvidia-ml.so.1
-  cuda_module: $fake/libautoheal_cuda_fake.so"
-cat >"$fake/scenarios/default.json" <<'JSON'
+# reading lib/fake-gpu/scenarios/<node>.json, else default.json (2 healthy GPUs per node), and
+# character devices with NVIDIA's major number, two per node, for GRES.
+install_fake_gpus() {
+    fake=$cluster_dir/lib/fake-gpu
+    mkdir -p "$fake/scenarios"
+    local lib i g
+    for lib in nvml/libnvidia-ml.so.1 cuda/libautoheal_cuda_fake.so; do
+        [ -f "$build_dir/fakes/$lib" ] || { log "missing $build_dir/fakes/$lib: run make first"; exit 1; }
+        cp "$build_dir/fakes/$lib" "$fake/"
+    done
+    cat >"$fake/scenarios/default.json" <<'JSON'
 {"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0"}, {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]}
 JSON
-# The programs find this config and the rules next to their install prefix (bin/../etc/autoheal).
-mkdir -p "$cluster_dir/etc/autoheal/rules.d"
-cp "$repo_root"/etc/rules.d/*.yaml "$cluster_dir/etc/autoheal/rules.d/"
-cat >"$cluster_dir/etc/autoheal/autoheal.yaml" <<CONF
+    for i in $(seq 1 "$cluster_nodes"); do
+        mkdir -p "$cluster_dir/dev/node$i"
+        for g in 0 1; do mknod "$cluster_dir/dev/node$i/nvidia$g" c 195 "$g"; done
+    done
+}
+
+write_autoheal_config() {
+    cat >"$cluster_dir/etc/autoheal/autoheal.yaml" <<CONF
 # autoheal settings for the local test cluster
 log_file: $cluster_dir/log/autoheal.log
 log_level: debug
 state_dir: $cluster_dir/state/autoheal
 policy:
   max_auto_resume: 5
-$health_section
+health:
+  nvml_timeout_seconds: 2
+  quick_budget_seconds: 8
+  nvml_library: $fake/libnvidia-ml.so.1
+  cuda_module: $fake/libautoheal_cuda_fake.so
 # Fault handling: each node's "kernel log" is a file the tests write fake Xid lines into.
 remediation:
   slurm_conf: $cluster_dir/etc/slurm.conf
@@ -82,15 +139,20 @@ remediation:
   correlation: {window: 10m, min_nodes: 2}
   metrics_dir: $cluster_dir/metrics
 CONF
-# Config and rules steer root's actions: autoheal refuses them when others may write them.
-chmod -R go-w "$cluster_dir/etc/autoheal"
+    # Config and rules steer root's actions: autoheal refuses them when others may write them.
+    chmod -R go-w "$cluster_dir/etc/autoheal"
+    local i
+    for i in $(seq 1 "$cluster_nodes"); do : >"$cluster_dir/log/kern-node$i.log"; done
+}
+
 # GPU reset and node reboot at the ABI boundary of this lab: the reset is recorded; the reboot
 # restarts the node's slurmd with -b (Slurm's "the node booted" flag), as a real reboot would.
-cat >"$cluster_dir/bin/fake-gpu-reset" <<SH
+write_lab_programs() {
+    cat >"$cluster_dir/bin/fake-gpu-reset" <<SH
 #!/bin/sh
 echo "\$(date +%s) reset \$1" >>"$cluster_dir/log/gpu-resets.log"
 SH
-cat >"$cluster_dir/bin/fake-reboot" <<SH
+    cat >"$cluster_dir/bin/fake-reboot" <<SH
 #!/bin/bash
 # RebootProgram, run by the slurmd of the node to reboot: find which node from its command line.
 # (slurmd runs it through system(): its parent may be sh.)
@@ -110,37 +172,33 @@ setsid bash -c '
 ' fake-reboot "\$slurmd_pid" "\$node" </dev/null >/dev/null 2>&1 &
 exit 0
 SH
-chmod 755 "$cluster_dir/bin/fake-gpu-reset" "$cluster_dir/bin/fake-reboot"
-for i in $(seq 1 "$cluster_nodes"); do : >"$cluster_dir/log/kern-node$i.log"; done
+    chmod 755 "$cluster_dir/bin/fake-gpu-reset" "$cluster_dir/bin/fake-reboot"
+}
 
-# --- fake GPUs: character devices with NVIDIA's major number, two per node
-for i in $(seq 1 "$cluster_nodes"); do
-    mkdir -p "$cluster_dir/dev/node$i"
-    for g in 0 1; do mknod "$cluster_dir/dev/node$i/nvidia$g" c 195 "$g"; done
-done
-
-# --- Slurm configuration
 # Fast scheduling for tests; AUTOHEAL_CLUSTER_STOCK_TIMING=1 keeps Slurm's defaults for
 # cred_expire (120 s), batch_sched_delay (3 s), bf_interval (30 s) and sched_interval (60 s), as
 # a stock cluster has them (the requeue benchmark compares against those).
-if [ "${AUTOHEAL_CLUSTER_STOCK_TIMING:-0}" = 1 ]; then
-    auth_extra="" sched_params="nohold_on_prolog_fail"
-else
-    auth_extra=",cred_expire=5"
-    sched_params="batch_sched_delay=0,bf_interval=1,sched_interval=2,nohold_on_prolog_fail"
-fi
-cat >"$cluster_dir/etc/slurm.conf" <<CONF
+write_slurm_config() {
+    local host last=$cluster_nodes half=$((cluster_nodes / 2)) i auth_extra sched_params
+    host=$(hostname -s)
+    if [ "${AUTOHEAL_CLUSTER_STOCK_TIMING:-0}" = 1 ]; then
+        auth_extra="" sched_params="nohold_on_prolog_fail"
+    else
+        auth_extra=",cred_expire=5"
+        sched_params="batch_sched_delay=0,bf_interval=1,sched_interval=2,nohold_on_prolog_fail"
+    fi
+    cat >"$cluster_dir/etc/slurm.conf" <<CONF
 ClusterName=autoheal-lab
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
-SlurmUser=root
+SlurmUser=$slurm_user
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$cluster_dir/munge/munged.socket$auth_extra
 StateSaveLocation=$cluster_dir/ctld
 SlurmdSpoolDir=$cluster_dir/spool/%n
-SlurmctldPidFile=$cluster_dir/run/own/slurmctld.pid
+SlurmctldPidFile=$cluster_dir/run/ctld/slurmctld.pid
 SlurmdPidFile=$cluster_dir/run/own/slurmd-%n.pid
 SlurmctldLogFile=$cluster_dir/log/slurmctld.log
 SlurmdLogFile=$cluster_dir/log/slurmd-%n.log
@@ -175,26 +233,24 @@ GresTypes=gpu
 NodeName=node[1-$last] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$slurmd_port_base-$((slurmd_port_base + last - 1))] CPUs=2 RealMemory=1000 Gres=gpu:2 State=UNKNOWN
 PartitionName=gpu Nodes=node[1-$last] Default=YES MaxTime=INFINITE State=UP
 CONF
-{
-    echo "AutoDetect=off"
-    for i in $(seq 1 "$cluster_nodes"); do
-        echo "NodeName=node$i Name=gpu File=$cluster_dir/dev/node$i/nvidia[0-1]"
-    done
-} >"$cluster_dir/etc/gres.conf"
-half=$((cluster_nodes / 2))
-cat >"$cluster_dir/etc/topology.conf" <<CONF
+    {
+        echo "AutoDetect=off"
+        for i in $(seq 1 "$cluster_nodes"); do
+            echo "NodeName=node$i Name=gpu File=$cluster_dir/dev/node$i/nvidia[0-1]"
+        done
+    } >"$cluster_dir/etc/gres.conf"
+    cat >"$cluster_dir/etc/topology.conf" <<CONF
 SwitchName=leaf1 Nodes=node[1-$half]
 SwitchName=leaf2 Nodes=node[$((half + 1))-$last]
 SwitchName=spine Switches=leaf[1-2]
 CONF
-cat >"$cluster_dir/etc/plugstack.conf" <<CONF
+    cat >"$cluster_dir/etc/plugstack.conf" <<CONF
 required $cluster_dir/lib/spank_autoheal.so max_auto_resume=10 default_auto_resume=3
 CONF
-cat >"$cluster_dir/env" <<CONF
+    cat >"$cluster_dir/env" <<CONF
 export SLURM_CONF=$cluster_dir/etc/slurm.conf
 CONF
-export SLURM_CONF=$cluster_dir/etc/slurm.conf
-export AUTOHEAL_CLUSTER_DIR=$cluster_dir
+}
 
 # Starts a daemon in the foreground mode of its own session, records its PID.
 spawn() {
@@ -212,27 +268,54 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
     done
 }
 
-# --- munge
-mungekey -c -k "$cluster_dir/munge/key/munge.key" >/dev/null 2>&1
-chmod 600 "$cluster_dir/munge/key/munge.key"
-spawn munged munged -F --key-file="$cluster_dir/munge/key/munge.key" \
-    --socket="$cluster_dir/munge/munged.socket" --pid-file="$cluster_dir/run/own/munged.pid" \
-    --seed-file="$cluster_dir/munge/key/munged.seed" --log-file="$cluster_dir/log/munged.log"
-wait_for 10 "munged's socket" test -S "$cluster_dir/munge/munged.socket"
+start_munge() {
+    mungekey -c -k "$cluster_dir/munge/key/munge.key" >/dev/null 2>&1
+    chmod 600 "$cluster_dir/munge/key/munge.key"
+    spawn munged munged -F --key-file="$cluster_dir/munge/key/munge.key" \
+        --socket="$cluster_dir/munge/munged.socket" --pid-file="$cluster_dir/run/own/munged.pid" \
+        --seed-file="$cluster_dir/munge/key/munged.seed" --log-file="$cluster_dir/log/munged.log"
+    wait_for 10 "munged's socket" test -S "$cluster_dir/munge/munged.socket"
+}
 
-# --- slurmctld, then the nodes
-spawn slurmctld slurmctld -D -c -i -f "$SLURM_CONF"
-wait_for 30 "slurmctld to answer" bash -c 'scontrol ping | grep -q "is UP"'
-for i in $(seq 1 "$cluster_nodes"); do
-    spawn "slurmd-node$i" slurmd -D -N "node$i" -f "$SLURM_CONF"
-done
+# slurmctld is started by root and becomes SlurmUser itself, as its systemd unit does.
+start_slurmctld() {
+    spawn slurmctld slurmctld -D -c -i -f "$SLURM_CONF"
+    wait_for 30 "slurmctld to answer" bash -c 'scontrol ping | grep -q "is UP"'
+}
 
 all_idle() {
     local states
     states=$(sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
     [ "$(grep -c ' idle$' <<<"$states")" -eq "$cluster_nodes" ]
 }
-wait_for 60 "all $cluster_nodes nodes to be idle" all_idle
-trap - ERR
-log "up: $cluster_nodes nodes idle, state in $cluster_dir"
-cat "$cluster_dir/env"
+
+start_slurmds() {
+    local i
+    for i in $(seq 1 "$cluster_nodes"); do
+        spawn "slurmd-node$i" slurmd -D -N "node$i" -f "$SLURM_CONF"
+    done
+    wait_for 60 "all $cluster_nodes nodes to be idle" all_idle
+}
+
+main() {
+    check_prerequisites
+    "$repo_root/tests/cluster/stop.sh"
+    trap failed ERR
+    make_users
+    make_layout
+    install_autoheal
+    install_fake_gpus
+    write_autoheal_config
+    write_lab_programs
+    write_slurm_config
+    export SLURM_CONF=$cluster_dir/etc/slurm.conf
+    export AUTOHEAL_CLUSTER_DIR=$cluster_dir
+    start_munge
+    start_slurmctld
+    start_slurmds
+    trap - ERR
+    log "up: $cluster_nodes nodes idle, state in $cluster_dir"
+    cat "$cluster_dir/env"
+}
+
+main "$@"

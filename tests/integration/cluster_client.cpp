@@ -1,9 +1,11 @@
 #include "cluster_client.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -19,8 +21,29 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
     return RunProcess(argv, {"SLURM_CONF=" + ClusterDir() + "/etc/slurm.conf"}, cwd);
 }
 
+CommandResult RunAsUser(const std::string& user, const std::vector<std::string>& argv,
+                        const std::string& cwd) {
+    std::vector<std::string> as{"runuser", "-u", user, "--"};
+    as.insert(as.end(), argv.begin(), argv.end());
+    return RunCommand(as, cwd);
+}
+
+bool GiveToUser(const std::string& path, const std::string& user) {
+    const struct passwd* pw = ::getpwnam(user.c_str());
+    if (pw == nullptr) return false;
+    const uid_t uid = pw->pw_uid;
+    const gid_t gid = pw->pw_gid;
+    bool ok = ::lchown(path.c_str(), uid, gid) == 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec)) {
+        ok = ::lchown(e.path().c_str(), uid, gid) == 0 && ok;
+    }
+    return ok && !ec;
+}
+
 std::optional<std::string> Submit(const std::vector<std::string>& sbatch_args,
-                                  const std::string& script, CommandResult* result) {
+                                  const std::string& script, CommandResult* result,
+                                  const std::string& user) {
     static int counter = 0;
     const std::string path = ClusterDir() + "/state/job-" + std::to_string(getpid()) + "-" +
                              std::to_string(counter++) + ".sh";
@@ -29,7 +52,7 @@ std::optional<std::string> Submit(const std::vector<std::string>& sbatch_args,
                                   "--output=" + ClusterDir() + "/state/slurm-%j.out"};
     argv.insert(argv.end(), sbatch_args.begin(), sbatch_args.end());
     argv.push_back(path);
-    CommandResult r = RunCommand(argv, ClusterDir() + "/state");
+    CommandResult r = RunAsUser(user, argv, ClusterDir() + "/state");
     if (result != nullptr) *result = r;
     if (r.exit_code != 0) return std::nullopt;
     std::string id = r.out.substr(0, r.out.find_first_of(";\n"));

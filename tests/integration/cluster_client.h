@@ -1,5 +1,7 @@
 // Talks to the local test cluster the way a user does: by running sbatch, squeue and scontrol
-// (no shell: argv goes straight to execvp). SLURM_CONF comes from AUTOHEAL_CLUSTER_DIR.
+// (no shell: argv goes straight to execvp). SLURM_CONF comes from AUTOHEAL_CLUSTER_DIR. Jobs are
+// submitted by the lab's unprivileged users (tests/cluster/start.sh creates them), through
+// `runuser -u USER --` with the argv unchanged; the admin's commands run as root.
 #pragma once
 
 #include <chrono>
@@ -13,15 +15,28 @@
 
 namespace autoheal::testing {
 
+// The lab's job users (tests/cluster/common.sh): most jobs are kJobUser's.
+inline constexpr const char* kJobUser = "ahuser1";
+inline constexpr const char* kOtherJobUser = "ahuser2";
+
 // Runs argv with SLURM_CONF set for the test cluster; `cwd` if given. Captures output.
 CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& cwd = "");
+
+// RunCommand as `user` (runuser -u USER -- argv...).
+CommandResult RunAsUser(const std::string& user, const std::vector<std::string>& argv,
+                        const std::string& cwd = "");
+
+// Gives `path` and everything under it to `user` and its group (a folder the test prepares for
+// a job: the job writes there as its user). False when the user or a file could not be found.
+bool GiveToUser(const std::string& path, const std::string& user);
 
 std::string ClusterDir();
 
 // Submits a batch script (written to a file under the cluster folder) with extra sbatch
-// arguments; returns the job id, or nullopt with the result on failure.
+// arguments, as `user`; returns the job id, or nullopt with the result on failure.
 std::optional<std::string> Submit(const std::vector<std::string>& sbatch_args,
-                                  const std::string& script, CommandResult* result = nullptr);
+                                  const std::string& script, CommandResult* result = nullptr,
+                                  const std::string& user = kJobUser);
 
 // `scontrol show job -o ID` parsed into Key=Value pairs (values without spaces only).
 std::map<std::string, std::string> ShowJob(const std::string& job_id);

@@ -3,7 +3,10 @@
 // the prolog, the epilog and EpilogSlurmctld.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -104,9 +107,10 @@ TEST(JobSubmit, BurstOfJobsThroughThePluginsAllAccepted) {
     for (int t = 0; t < kSubmitters; ++t) {
         threads.emplace_back([&, t] {
             for (int i = 0; i < kEach; ++i) {
-                auto r = RunCommand({"sbatch", "--parsable", "--hold", "--no-requeue",
-                                     "--auto-resume=3", "--ckpt-dir=/tmp/burst-ckpt",
-                                     "--health-check=quick", "-o", "/dev/null", "--wrap", "true"});
+                auto r = RunAsUser(t % 2 == 0 ? kJobUser : kOtherJobUser,
+                                   {"sbatch", "--parsable", "--hold", "--no-requeue",
+                                    "--auto-resume=3", "--ckpt-dir=/tmp/burst-ckpt",
+                                    "--health-check=quick", "-o", "/dev/null", "--wrap", "true"});
                 if (r.exit_code == 0) {
                     ids[t].push_back(r.out.substr(0, r.out.find_first_of(";\n")));
                 } else {
@@ -204,6 +208,49 @@ TEST(Scripts, JobWithoutOptionsShowsDefaults) {
     auto prologs = LogLines("prolog", *id);
     ASSERT_EQ(prologs.size(), 1u);
     EXPECT_THAT(prologs[0], HasSubstr("auto_resume=off ckpt_dir=\"\" health_check=default"));
+}
+
+// The hand-off between the nodes and the controller is state_dir/jobs, owned by slurm, 0755
+// (docs/admin-guide.md). A job's user can plant nothing there: no folder for a future job id,
+// no file in a job's folder or run folder; nor read a node's report. resume.json stays readable.
+TEST(HandOff, AnUnprivilegedUserCannotPlantOrReadAReport) {
+    const std::string jobs = ClusterDir() + "/state/autoheal/jobs";
+    struct stat st {};
+    ASSERT_EQ(::stat(jobs.c_str(), &st), 0);
+    const struct passwd* slurm = ::getpwnam("slurm");
+    ASSERT_NE(slurm, nullptr);
+    EXPECT_EQ(st.st_uid, slurm->pw_uid);
+    EXPECT_EQ(st.st_mode & 07777, 0755u);
+    CommandResult r;
+    auto id = Submit({"-N", "1"}, "#!/bin/bash\nexit 1\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    const std::string run0 = jobs + "/" + *id + "/run0";
+    ASSERT_TRUE(WaitUntil([&] {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(run0, ec)) {
+            if (e.path().string().ends_with(".epilog.json")) return true;
+        }
+        return false;
+    })) << run0;
+    const std::string future = std::to_string(std::stoul(*id) + 1000);
+    for (const auto& argv : std::vector<std::vector<std::string>>{
+             {"mkdir", "-p", jobs + "/" + future + "/run0"},
+             {"touch", jobs + "/" + *id + "/node1.prolog.json.planted"},
+             {"touch", run0 + "/node9.epilog.json"},
+             {"cp", "/etc/hostname", run0 + "/decision.json"}}) {
+        CommandResult planted = RunAsUser(kJobUser, argv);
+        EXPECT_NE(planted.exit_code, 0) << argv.back() << ": " << planted.out;
+        EXPECT_THAT(planted.err, HasSubstr("Permission denied")) << argv.back();
+    }
+    EXPECT_FALSE(std::filesystem::exists(jobs + "/" + future));
+    EXPECT_FALSE(std::filesystem::exists(run0 + "/node9.epilog.json"));
+    std::string report;
+    for (const auto& e : std::filesystem::directory_iterator(run0)) {
+        if (e.path().string().ends_with(".epilog.json")) report = e.path().string();
+    }
+    CommandResult read = RunAsUser(kJobUser, {"cat", report});
+    EXPECT_NE(read.exit_code, 0);
+    EXPECT_THAT(read.err, HasSubstr("Permission denied"));
 }
 
 }  // namespace

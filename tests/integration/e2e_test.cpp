@@ -5,7 +5,9 @@
 // lab's RebootProgram restarts the node's slurmd), opens tickets and requeues.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
@@ -131,9 +133,13 @@ struct TrainingJob {
     std::string output(const std::string& id) const {
         return ClusterDir() + "/state/e2e-" + name + "/out-" + id + ".txt";
     }
+    std::string user = kJobUser;
+
     std::optional<std::string> Submit(std::vector<std::string> args) const {
         fs::remove_all(ClusterDir() + "/state/e2e-" + name);
         fs::create_directories(ckpt());
+        // The job's folder (its output, its checkpoints) is its user's, as on a real cluster.
+        EXPECT_TRUE(GiveToUser(ClusterDir() + "/state/e2e-" + name, user));
         args.push_back("--ckpt-dir=" + ckpt());
         args.push_back("--open-mode=append");
         args.push_back("--output=" + ClusterDir() + "/state/e2e-" + name + "/out-%j.txt");
@@ -170,7 +176,7 @@ struct TrainingJob {
             "done\n"
             "echo \"completed at step $step\"\n";
         CommandResult r;
-        auto id = autoheal::testing::Submit(args, script, &r);
+        auto id = autoheal::testing::Submit(args, script, &r, user);
         EXPECT_TRUE(id.has_value()) << r.err;
         return id;
     }
@@ -354,6 +360,53 @@ TEST_F(E2E, PythonExceptionIsTheJobsOwnBug) {
                 HasSubstr("autoheal: not requeued: the job failed by itself (user_error"));
     EXPECT_THAT(Explanation(job, *id), HasSubstr("ZeroDivisionError"));
     EXPECT_TRUE(Query("SELECT action FROM actions WHERE action IN ('drain','reboot')").empty());
+}
+
+// 2c. The production layout (SlurmUser=slurm, a job of an unprivileged user, jobs/ owned by
+//     slurm): the controller, as slurm, reads every node's report (written by root on the node,
+//     given to slurm, unreadable by users) and its decision reaches the batch host, which appends
+//     the explanation to the output the user owns.
+TEST_F(E2E, AnUnprivilegedUsersJobIsDecidedWithEveryNodesReport) {
+    TrainingJob job{"asuser"};
+    job.user = kOtherJobUser;
+    job.message = "ValueError: the user's own bug";
+    auto id = Track(job.Submit({"-N", "2", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    EXPECT_EQ(ShowJob(*id)["UserId"].rfind(std::string(kOtherJobUser) + "(", 0), 0u)
+        << ShowJob(*id)["UserId"];
+    job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {});
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    EXPECT_THAT(Explanation(job, *id), HasSubstr("autoheal: not requeued"));
+    std::string summary;
+    ASSERT_TRUE(WaitUntil([&] {
+        std::istringstream in(AutohealLog());
+        for (std::string line; std::getline(in, line);) {
+            if (line.find("epilog-ctld: job=" + *id + " run=0 ") != std::string::npos)
+                summary = line;
+        }
+        return !summary.empty();
+    }));
+    EXPECT_THAT(summary, HasSubstr(" reports=2/2"));
+    EXPECT_THAT(summary, Not(HasSubstr("missing=")));
+    const struct passwd* slurm = ::getpwnam("slurm");
+    ASSERT_NE(slurm, nullptr);
+    const std::string run0 = StateDir() + "/jobs/" + *id + "/run0";
+    int reports = 0;
+    for (const auto& e : fs::directory_iterator(run0)) {
+        struct stat st {};
+        ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
+        EXPECT_EQ(st.st_uid, slurm->pw_uid) << e.path();
+        if (e.path().string().ends_with(".epilog.json")) {
+            ++reports;
+            EXPECT_EQ(st.st_mode & 07777, 0640u) << e.path();
+        }
+    }
+    EXPECT_EQ(reports, 2);
+    struct stat out {};
+    ASSERT_EQ(::stat(job.output(*id).c_str(), &out), 0);
+    EXPECT_EQ(out.st_uid, ::getpwnam(kOtherJobUser)->pw_uid);
 }
 
 // 2b. An Xid 13 burst (the application's illegal address): the GPU is fine, the job is not.

@@ -24,7 +24,8 @@ TEST(Resume, TasksGetTheNewestCompleteCheckpointAcrossARequeue) {
     std::filesystem::remove_all(dir);
     Touch(dir / "step_100/.metadata");
     Touch(dir / "step_100/__0_0.distcp");
-    Touch(dir / "step_200/__0_0.distcp");  // no .metadata: the save never finished
+    Touch(dir / "step_200/__0_0.distcp");             // no .metadata: the save never finished
+    ASSERT_TRUE(GiveToUser(dir.string(), kJobUser));  // the checkpoint folder is the user's
     const std::string out = ClusterDir() + "/state/resume-%j.out";
     CommandResult r;
     auto id = Submit({"-N", "1", "--auto-resume=2", "--ckpt-dir=" + dir.string(),
@@ -46,6 +47,7 @@ TEST(Resume, TasksGetTheNewestCompleteCheckpointAcrossARequeue) {
     // The job saves step 300 completely, then its node fails: Slurm requeues it.
     Touch(dir / "step_300/__0_0.distcp");
     Touch(dir / "step_300/.metadata");
+    ASSERT_TRUE(GiveToUser(dir.string(), kJobUser));
     CommandResult requeue = RunCommand({"scontrol", "requeue", *id});
     ASSERT_EQ(requeue.exit_code, 0) << requeue.err;
     ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },

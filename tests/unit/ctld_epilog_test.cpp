@@ -26,7 +26,33 @@ using ::testing::StartsWith;
 
 const std::string kXid79 = XidLine(79, "0000:3b:00", "GPU has fallen off the bus.");
 
-class CtldEpilogTest : public ::testing::Test, public EpilogTestEnv {};
+class CtldEpilogTest : public ::testing::Test, public EpilogTestEnv {
+  protected:
+    // The times LoadFacts reads for the job FailedJob made (its run started 10 minutes ago).
+    JobTimes Times() {
+        JobTimes t;
+        t.start_time = clock.Now() - 600;
+        t.end_time = clock.Now();
+        return t;
+    }
+    // Writes `late` when the clock's `nth` sleep happens (a node epilog that finishes late).
+    void ReportAtSleep(int nth, const NodeReport& late) {
+        clock.on_sleep = [this, nth, late] {
+            if (clock.sleeps() == nth) {
+                ASSERT_TRUE(WriteFileAtomically(
+                    EpilogFile(config.state_dir, late.job, late.restart, late.node),
+                    NodeReportToJson(late), 0640, 0755));
+            }
+        };
+    }
+    // CollectReports for a job on `nodes`.
+    DecisionInput Collect(const std::vector<std::string>& nodes) {
+        DecisionInput in;
+        in.job.nodes = nodes;
+        CollectReports(Env(), Times(), &in);
+        return in;
+    }
+};
 
 // 1. Xid 79 mid-job: drained and rebooted, the job requeued once excluding the node.
 TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) {
@@ -302,9 +328,7 @@ TEST_F(CtldEpilogTest, CollectReportsWaitsOnTheClockAndNamesTheMissing) {
     FailedJob(77, {"node1", "node2"});
     reports.pop_back();
     WriteReports();
-    DecisionInput in;
-    in.job.nodes = {"node1", "node2"};
-    CollectReports(Env(), &in);
+    DecisionInput in = Collect({"node1", "node2"});
     ASSERT_EQ(in.reports.size(), 1u);
     EXPECT_EQ(in.reports[0].node, "node1");
     EXPECT_THAT(in.job.missing_reports, ElementsAre("node2"));
@@ -313,21 +337,77 @@ TEST_F(CtldEpilogTest, CollectReportsWaitsOnTheClockAndNamesTheMissing) {
 
 TEST_F(CtldEpilogTest, CollectReportsTakesAReportThatArrivesWhileWaiting) {
     FailedJob(77, {"node1", "node2"});
-    NodeReport late = reports.back();
+    ReportAtSleep(3, reports.back());
     reports.pop_back();
     WriteReports();
-    clock.on_sleep = [&] {
-        if (clock.sleeps() == 3) {
-            ASSERT_TRUE(WriteFileAtomically(EpilogFile(config.state_dir, "77", 0, "node2"),
-                                            NodeReportToJson(late), 0640, 0755));
-        }
-    };
-    DecisionInput in;
-    in.job.nodes = {"node1", "node2"};
-    CollectReports(Env(), &in);
+    DecisionInput in = Collect({"node1", "node2"});
     EXPECT_EQ(in.reports.size(), 2u);
     EXPECT_THAT(in.job.missing_reports, IsEmpty());
     EXPECT_EQ(clock.sleeps(), 3);
+}
+
+// Job ids wrap: a folder an earlier job 77 left behind holds node2's report from before this run
+// started. It is not read; node2's report of this run, when it comes, is.
+TEST_F(CtldEpilogTest, CollectReportsNeverReadsAReportOfAnEarlierJobWithTheSameId) {
+    FailedJob(77, {"node1", "node2"});
+    Kernel("node2", {kXid79});
+    ReportAtSleep(5, reports.back());
+    const std::int64_t fresh = reports.back().time;
+    reports.back().time = slurm.job(77).start_time - 86400;  // the earlier job's
+    WriteReports();
+    DecisionInput in = Collect({"node1", "node2"});
+    ASSERT_EQ(in.reports.size(), 2u);
+    EXPECT_EQ(in.reports[1].time, fresh);
+    EXPECT_THAT(in.job.missing_reports, IsEmpty());
+    EXPECT_EQ(clock.sleeps(), 5);  // waited for the fresh one
+}
+
+// The stale report alone: node2 is missing, its old evidence (an Xid 79) blames nobody.
+TEST_F(CtldEpilogTest, AStaleReportAloneLeavesTheNodeMissingAndBlamesNobody) {
+    FailedJob(77, {"node1", "node2"});
+    Kernel("node2", {kXid79});
+    reports.back().time = slurm.job(77).start_time - 1;
+    auto out = RunController();
+    ASSERT_TRUE(out.ok) << out.summary;
+    EXPECT_THAT(out.summary, HasSubstr("reports=1/2 missing=node2"));
+    EXPECT_FALSE(slurm.node("node2").Out());
+    EXPECT_EQ(slurm.Count("requeue"), 0);
+}
+
+// A report is accepted only for its own job, node and run, written once the run started.
+TEST(ReportMismatch, NamesWhatIsNotThisRunsReport) {
+    NodeReport r;
+    r.job = "77";
+    r.node = "node2";
+    r.restart = 1;
+    r.time = 1000;
+    EXPECT_EQ(ReportMismatch(r, "77", "node2", 1, 1000), "");
+    EXPECT_EQ(ReportMismatch(r, "78", "node2", 1, 900), "for job 77");
+    EXPECT_EQ(ReportMismatch(r, "77", "node1", 1, 900), "from node node2");
+    EXPECT_EQ(ReportMismatch(r, "77", "node2", 2, 900), "for run 1");
+    EXPECT_EQ(ReportMismatch(r, "77", "node2", 1, 1001),
+              "written at 1000, before the run started at 1001");
+}
+
+// A node outside the job's allocation is never read, whatever its folder holds; a file under one
+// node's name that says it is another node's is refused.
+TEST_F(CtldEpilogTest, CollectReportsReadsOnlyTheAllocationsNodesOwnReports) {
+    FailedJob(77, {"node1", "node2"});
+    NodeReport planted = reports.front();
+    planted.node = "node1";
+    reports.pop_back();
+    WriteReports();
+    // node2's file claims to be node1's report.
+    ASSERT_TRUE(WriteFileAtomically(EpilogFile(config.state_dir, "77", 0, "node2"),
+                                    NodeReportToJson(planted), 0640, 0755));
+    NodeReport outsider = planted;
+    outsider.node = "node3";
+    ASSERT_TRUE(WriteFileAtomically(EpilogFile(config.state_dir, "77", 0, "node3"),
+                                    NodeReportToJson(outsider), 0640, 0755));
+    DecisionInput in = Collect({"node1", "node2"});
+    ASSERT_EQ(in.reports.size(), 1u);
+    EXPECT_EQ(in.reports[0].node, "node1");
+    EXPECT_THAT(in.job.missing_reports, ElementsAre("node2"));
 }
 
 TEST_F(CtldEpilogTest, LoadFactsStopsOnAJobSlurmDoesNotKnow) {
@@ -407,8 +487,8 @@ TEST_F(CtldEpilogTest, DecideJobRecordsTheRunUnlessRequeuedElsewhere) {
     in.config = &rc;
     in.job.job = "77";
     in.job.nodes = {"node2"};
-    CollectReports(Env(), &in);
     JobTimes times = LoadFacts(Env(), &in).value();
+    CollectReports(Env(), times, &in);
     auto d = DecideJob(Env(), &in, times);
     ASSERT_TRUE(d);
     EXPECT_EQ(d->cause, "faulty_gpu");

@@ -2,11 +2,14 @@
 // remediation section of autoheal.yaml.
 #include "autoheal/remediation/evidence_sources.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -61,6 +64,30 @@ TEST(JobOutput, SymlinksFifosAndFoldersAreRefused) {
     EXPECT_THAT(fifo.error(), HasSubstr("not a regular file"));
     EXPECT_FALSE(ReadFileTailSafely(dir / "real", 1000));
     EXPECT_FALSE(ReadFileTailSafely("relative/out", 1000));
+}
+
+// The fallback for kernels without openat2 (RHEL 8's 4.18): every component is opened without
+// following a link, so a symlinked folder anywhere in the path is refused, not followed.
+TEST(JobOutput, TheNoOpenat2FallbackRefusesASymlinkedComponent) {
+    TempDir dir;
+    fs::create_directories(dir / "real/sub");
+    std::ofstream(dir / "real/sub/out") << "x\n";
+    fs::create_directory_symlink(dir / "real", dir / "dirlink");
+    constexpr int kFlags = O_RDONLY | O_NONBLOCK;
+    const int ok = OpenEachComponentNoFollow(dir / "real/sub/out", kFlags);
+    ASSERT_GE(ok, 0) << std::strerror(errno);
+    ::close(ok);
+    errno = 0;
+    EXPECT_EQ(OpenEachComponentNoFollow(dir / "dirlink/sub/out", kFlags), -1);
+    EXPECT_EQ(errno, ELOOP);
+    fs::create_symlink(dir / "real/sub/out", dir / "real/sub/link");
+    EXPECT_EQ(OpenEachComponentNoFollow(dir / "real/sub/link", kFlags), -1);
+    EXPECT_EQ(errno, ELOOP);
+    EXPECT_EQ(OpenEachComponentNoFollow(dir / "real/sub/out/x", kFlags), -1);
+    EXPECT_EQ(errno, ENOTDIR);
+    EXPECT_EQ(OpenEachComponentNoFollow(dir / "real/../real/sub/out", kFlags), -1);
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(OpenEachComponentNoFollow("relative/out", kFlags), -1);
 }
 
 TEST(JobOutput, SlurmFilenamePatternsExpand) {

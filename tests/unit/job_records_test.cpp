@@ -2,9 +2,14 @@
 // refuses by version.
 #include "autoheal/remediation/job_records.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "autoheal/remediation/decision.h"
@@ -179,6 +184,82 @@ TEST(DecisionRecord, CarriesAVersionAndRefusesNewerOnes) {
     j["version"] = 2;
     EXPECT_THAT(DecisionRecordFromJson(j.dump()).error(),
                 HasSubstr("decision record: version 2 is not read: this autoheal reads version 1"));
+}
+
+// What root writes under state_dir/jobs goes to the owner of jobs/ (SlurmUser in production), so
+// that EpilogSlurmctld can read the reports and write its decision beside them.
+TEST(WriteJobRecord, RootGivesTheFileAndNewFoldersToTheOwnerOfJobs) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to give files away";
+    const std::string state = ::testing::TempDir() + "/job-records-owner";
+    std::filesystem::remove_all(state);
+    std::filesystem::create_directories(state + "/jobs");
+    constexpr uid_t kSlurm = 64123;
+    constexpr gid_t kSlurmGroup = 64124;
+    ASSERT_EQ(::chown((state + "/jobs").c_str(), kSlurm, kSlurmGroup), 0);
+    const std::string path = EpilogFile(state, "41", 0, "node1");
+    ASSERT_TRUE(WriteJobRecord(state, path, "{}", 0640));
+    for (const std::string& p : {JobDir(state, "41"), JobDir(state, "41") + "/run0", path}) {
+        struct stat st {};
+        ASSERT_EQ(::stat(p.c_str(), &st), 0) << p;
+        EXPECT_EQ(st.st_uid, kSlurm) << p;
+        EXPECT_EQ(st.st_gid, kSlurmGroup) << p;
+    }
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0640u);
+    std::filesystem::remove_all(state);
+}
+
+// A jobs/ folder of root's (a single-machine install) keeps everything root's.
+TEST(WriteJobRecord, ARootOwnedJobsFolderKeepsTheWritersOwnership) {
+    const std::string state = ::testing::TempDir() + "/job-records-own";
+    std::filesystem::remove_all(state);
+    std::filesystem::create_directories(state + "/jobs");
+    const std::string path = DecisionFile(state, "42", 1);
+    ASSERT_TRUE(WriteJobRecord(state, path, "{}", 0644));
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    EXPECT_EQ(st.st_mode & 07777, 0644u);
+    std::filesystem::remove_all(state);
+}
+
+// Retention: folders last changed before the cut are removed, a bounded number per call; the
+// current job's, younger ones, links and files are kept.
+TEST(CleanOldJobRecords, RemovesOnlyOldJobFoldersBounded) {
+    const std::string state = ::testing::TempDir() + "/job-records-clean";
+    std::filesystem::remove_all(state);
+    const std::int64_t cut = 1'800'000'000;
+    auto folder = [&](const std::string& job, std::int64_t mtime) {
+        ASSERT_TRUE(WriteJobRecord(state, DecisionFile(state, job, 0), "{}", 0644));
+        const timespec times[2] = {{mtime, 0}, {mtime, 0}};
+        ASSERT_EQ(::utimensat(AT_FDCWD, JobDir(state, job).c_str(), times, 0), 0);
+    };
+    folder("10", cut - 86400);
+    folder("11", cut - 86400);
+    folder("12", cut - 86400);
+    folder("20", cut + 5);       // younger than the cut
+    folder("30", cut - 999999);  // the job this run is for
+    std::filesystem::create_directory_symlink(JobDir(state, "10"), JobDir(state, "40"));
+    std::ofstream(JobDir(state, "50")) << "x";
+    const timespec old[2] = {{cut - 86400, 0}, {cut - 86400, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, JobDir(state, "50").c_str(), old, AT_SYMLINK_NOFOLLOW), 0);
+
+    auto first = CleanOldJobRecords(state, cut, "30", 2);
+    ASSERT_TRUE(first) << first.error();
+    EXPECT_EQ(*first, 2);  // bounded: one of 10-12 is left for the next run
+    auto second = CleanOldJobRecords(state, cut, "30", 2);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(*second, 1);
+    for (const char* gone : {"10", "11", "12"}) {
+        EXPECT_FALSE(std::filesystem::exists(JobDir(state, gone))) << gone;
+    }
+    EXPECT_TRUE(std::filesystem::exists(JobDir(state, "20")));
+    EXPECT_TRUE(std::filesystem::exists(JobDir(state, "30")));
+    EXPECT_TRUE(std::filesystem::is_symlink(JobDir(state, "40")));
+    EXPECT_TRUE(std::filesystem::exists(JobDir(state, "50")));
+    EXPECT_EQ(*CleanOldJobRecords(state + "/none", cut, "30"), 0);  // no jobs/ yet
+    std::filesystem::remove_all(state);
 }
 
 }  // namespace

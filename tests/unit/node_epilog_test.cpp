@@ -210,15 +210,57 @@ TEST_F(NodeEpilogTest, TheWholeNodeEpilogWritesItsReportAndResetsNothingOnItsOwn
 
 TEST_F(NodeEpilogTest, AwaitDecisionIsBoundedOnTheClock) {
     FailedJob(77, {"node2"});
-    EXPECT_FALSE(AwaitDecision(NodeEnv("node2"), 0));
+    EXPECT_FALSE(AwaitDecision(NodeEnv("node2"), 0, 0));
     EXPECT_GE(clock.sleeps(), 140);  // (5 + 10) s in 100 ms steps
     DecisionRecord d;
     d.explanation = "autoheal: requeued 1/3";
     ASSERT_TRUE(WriteFileAtomically(DecisionFile(config.state_dir, "77", 0),
                                     DecisionRecordToJson(d), 0644, 0755));
-    auto got = AwaitDecision(NodeEnv("node2"), 0);
+    auto got = AwaitDecision(NodeEnv("node2"), 0, 0);
     ASSERT_TRUE(got);
     EXPECT_EQ(got->explanation, "autoheal: requeued 1/3");
+}
+
+// Job ids wrap: a decision file an earlier job 77 left is not this run's. The node waits on
+// for the controller's decision on this run and takes that one.
+TEST_F(NodeEpilogTest, AwaitDecisionNeverTakesAnEarlierJobsDecision) {
+    FailedJob(77, {"node2"});
+    const std::int64_t run_began = clock.Now() - 600;
+    DecisionRecord old;
+    old.job = "77";
+    old.time = run_began - 86400;
+    old.explanation = "autoheal: requeued 1/3 after faulty_gpu on node2";
+    old.node_actions = {{"node2", "reset_gpu", "0000:3b:00.0"}};
+    const std::string path = DecisionFile(config.state_dir, "77", 0);
+    ASSERT_TRUE(WriteFileAtomically(path, DecisionRecordToJson(old), 0644, 0755));
+    DecisionRecord fresh;
+    fresh.job = "77";
+    fresh.time = clock.Now();
+    fresh.explanation = "autoheal: not requeued: the job failed by itself";
+    clock.on_sleep = [&] {
+        if (clock.sleeps() == 4) {
+            ASSERT_TRUE(WriteFileAtomically(path, DecisionRecordToJson(fresh), 0644, 0755));
+        }
+    };
+    auto got = AwaitDecision(NodeEnv("node2"), 0, run_began);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->explanation, fresh.explanation);
+    EXPECT_THAT(got->node_actions, IsEmpty());
+    EXPECT_EQ(clock.sleeps(), 4);
+}
+
+TEST(DecisionMismatch, NamesWhatIsNotThisRunsDecision) {
+    DecisionRecord d;
+    d.job = "77";
+    d.time = 1000;
+    d.facts.restart_count = 1;
+    EXPECT_EQ(DecisionMismatch(d, "77", 1, 1000), "");
+    EXPECT_EQ(DecisionMismatch(d, "78", 1, 0), "for job 77");
+    EXPECT_EQ(DecisionMismatch(d, "77", 0, 0), "for run 1");
+    EXPECT_EQ(DecisionMismatch(d, "77", 1, 1001), "decided at 1000, before this run began at 1001");
+    d.job.clear();
+    d.time = 0;  // an older controller's record
+    EXPECT_EQ(DecisionMismatch(d, "78", 1, 5000), "");
 }
 
 TEST_F(NodeEpilogTest, CarryOutRefusesABusyGpuAndIgnoresOtherNodesActions) {

@@ -1,4 +1,4 @@
-// The epilogs' two uses of a child process (remediation/run_command.h) on the real Subprocess.
+// The epilogs' uses of a child process (remediation/run_command.h) on the real Subprocess.
 #include "autoheal/remediation/run_command.h"
 
 #include <gtest/gtest.h>
@@ -31,11 +31,17 @@ std::string ReadAll(const std::string& path) {
     return s.str();
 }
 
+// A fresh folder under /tmp, 0755 (the job's user can reach what it holds); empty on failure.
+std::string MakeTempDir() {
+    char dir_template[] = "/tmp/autoheal-run-command-XXXXXX";
+    if (::mkdtemp(dir_template) == nullptr) return "";
+    ::chmod(dir_template, 0755);
+    return dir_template;
+}
+
 TEST(AppendAsUser, AppendsToARegularFileOnlyAndNeverThroughALink) {
-    char dir_template[] = "/tmp/autoheal-append-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    const std::string dir = dir_template;
-    ::chmod(dir.c_str(), 0755);
+    const std::string dir = MakeTempDir();
+    ASSERT_FALSE(dir.empty());
     const std::string file = dir + "/job.out";
     std::ofstream(file) << "job output\n";
     const uid_t me = ::getuid();
@@ -61,6 +67,35 @@ TEST(AppendAsUser, AppendsToARegularFileOnlyAndNeverThroughALink) {
         ASSERT_TRUE(owned) << owned.error();
         EXPECT_EQ(ReadAll(file), "job output\nautoheal: requeued\nas nobody\n");
     }
+    std::remove(link.c_str());
+    std::remove(file.c_str());
+    ::rmdir(dir.c_str());
+}
+
+// The job's output is read as the job's user: a file only root may read (a path the user named
+// as their output) is not read for them; their own file is, its tail only.
+TEST(ReadFileTailAsUser, ReadsOnlyWhatTheJobsUserMayRead) {
+    if (::getuid() != 0) GTEST_SKIP() << "needs root to switch users";
+    const std::string dir = MakeTempDir();
+    ASSERT_FALSE(dir.empty());
+    const std::string file = dir + "/job.out";
+    std::ofstream(file) << "root's secret\n";
+    ::chmod(file.c_str(), 0600);
+    auto as_nobody = ReadFileTailAsUser(file, 1000, 65534);
+    ASSERT_FALSE(as_nobody);
+    EXPECT_NE(as_nobody.error().find("as uid 65534"), std::string::npos) << as_nobody.error();
+    EXPECT_EQ(as_nobody.error().find("secret"), std::string::npos) << as_nobody.error();
+
+    std::ofstream(file) << "first line\nRuntimeError: CUDA error\n";
+    ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+    auto owned = ReadFileTailAsUser(file, 30, 65534);
+    ASSERT_TRUE(owned) << owned.error();
+    EXPECT_EQ(*owned, "RuntimeError: CUDA error\n");
+    const std::string link = dir + "/link.out";
+    ASSERT_EQ(::symlink(file.c_str(), link.c_str()), 0);
+    auto through_link = ReadFileTailAsUser(link, 1000, 65534);
+    ASSERT_FALSE(through_link);
+    EXPECT_NE(through_link.error().find("symlink"), std::string::npos) << through_link.error();
     std::remove(link.c_str());
     std::remove(file.c_str());
     ::rmdir(dir.c_str());

@@ -28,6 +28,8 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
         if (!recorded) spdlog::error("autoheal: epilog-ctld: {}", recorded.error());
     }
     DecisionRecord record;
+    record.job = env.ctx.job_id;
+    record.time = env.clock.Now();
     record.explanation = d.explanation;
     record.requeue = d.requeue;
     record.cause = d.cause;
@@ -36,9 +38,10 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
     record.culprits = d.culprits;
     record.facts = in.job;
     for (const AskedNodeAction& a : asked) record.node_actions.push_back(a.action);
-    auto decided = WriteFileAtomically(
-        DecisionFile(env.config.state_dir, env.ctx.job_id, in.job.restart_count),
-        DecisionRecordToJson(record), 0644, 0755);
+    auto decided =
+        WriteJobRecord(env.config.state_dir,
+                       DecisionFile(env.config.state_dir, env.ctx.job_id, in.job.restart_count),
+                       DecisionRecordToJson(record), 0644);
     if (!decided) spdlog::warn("autoheal: epilog-ctld: {}", decided.error());
 }
 
@@ -87,6 +90,12 @@ std::vector<std::string> AwaitNodeResults(const CtldEnv& env,
 }
 
 void Finish(const CtldEnv& env) {
+    // The job folders past their retention (job ids wrap: an old folder must not be there when
+    // its id comes round again), a bounded number per job end.
+    auto cleaned = CleanOldJobRecords(
+        env.config.state_dir, env.clock.Now() - std::int64_t{86400} * env.rc.jobs_retention_days,
+        env.ctx.job_id);
+    if (!cleaned) spdlog::warn("autoheal: epilog-ctld: {}", cleaned.error());
     // Tickets that are due (this job's and earlier ones that could not be delivered).
     auto delivered = DeliverDueTickets(env.store, env.tickets, env.clock.Now(), 50, 10.0);
     if (delivered) {

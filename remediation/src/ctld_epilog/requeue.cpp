@@ -25,8 +25,9 @@ void UpdateRequeuedJob(const CtldEnv& env, const DecisionInput& in, const JobDec
     resume.cause = d.cause;
     resume.explanation = d.explanation;
     resume.excluded = SlurmAdapter::CompressHostlist(d.exclude);
-    auto w = WriteFileAtomically(ResumeRecordPath(env.config.state_dir, env.ctx.job_id),
-                                 ResumeRecordToJson(resume), 0644, 0755);
+    auto w =
+        WriteJobRecord(env.config.state_dir, ResumeRecordPath(env.config.state_dir, env.ctx.job_id),
+                       ResumeRecordToJson(resume), 0644);
     if (!w) spdlog::warn("autoheal: epilog-ctld: {}", w.error());
     JobUpdate u;
     u.exc_nodes = resume.excluded;

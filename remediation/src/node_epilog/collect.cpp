@@ -5,6 +5,7 @@
 #include "autoheal/health/runner.h"
 #include "autoheal/remediation/evidence_sources.h"
 #include "autoheal/remediation/node_epilog_steps.h"
+#include "autoheal/remediation/run_command.h"
 
 namespace autoheal::remediation {
 namespace {
@@ -86,6 +87,7 @@ NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
     auto read = text ? PrologBaselineFromJson(*text) : Result<PrologBaseline>(text.status());
     if (read) {
         baseline = std::move(*read);
+        ev.run_began = baseline.time;
     } else {
         report.problems.push_back("no prolog baseline: " + read.error());
     }
@@ -112,7 +114,11 @@ void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence
     ev->output_path = paths.front();
     std::string text;
     for (const std::string& p : paths) {
-        auto tail = ReadFileTailSafely(p, env.rc.job_output_max_bytes);
+        // As the job's user: the path is the user's choice, and root must not read for them
+        // what they could not (a file of another user's, root's own).
+        auto tail =
+            ReadFileTailAsUser(p, env.rc.job_output_max_bytes,
+                               static_cast<uid_t>(std::strtoul(env.ctx.uid.c_str(), nullptr, 10)));
         if (!tail) {
             ev->report.problems.push_back("job output: " + tail.error());
             continue;

@@ -2,9 +2,12 @@
 // never blocking on a FIFO, small files only, and writes that a reader sees whole or not at all.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "autoheal/core/result.h"
 
@@ -17,6 +20,15 @@ class UniqueFd {
     ~UniqueFd() { Close(); }
     UniqueFd(const UniqueFd&) = delete;
     UniqueFd& operator=(const UniqueFd&) = delete;
+    UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    // Closes what it held, then takes `other`'s descriptor.
+    UniqueFd& operator=(UniqueFd&& other) noexcept {
+        if (this != &other) {
+            Close();
+            fd_ = std::exchange(other.fd_, -1);
+        }
+        return *this;
+    }
     int get() const { return fd_; }
     // Closes now and reports close()'s result (a late write error shows up here).
     bool Close();
@@ -32,12 +44,20 @@ class UniqueFd {
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes,
                                   bool* missing = nullptr);
 
+// Who a written file and the folders created for it belong to.
+struct FileOwner {
+    uid_t uid;
+    gid_t gid;
+};
+
 // Replaces `path` with `content` atomically: a hidden temporary file in the same folder
 // (".<name>.tmp.XXXXXX"), written, given `file_mode`, synced, renamed over `path`, the folder
-// synced. Missing parent folders are created with exactly `dir_mode`. On failure the temporary file
-// is removed and `path` is left as it was.
+// synced. Missing parent folders are created with exactly `dir_mode`. With `owner`, the file and
+// the folders this call creates are given to that user and group (only root may give them
+// away). On failure the temporary file is removed and `path` is left as it was.
 Result<bool> WriteFileAtomically(const std::string& path, std::string_view content,
-                                 unsigned file_mode = 0644, unsigned dir_mode = 0755);
+                                 unsigned file_mode = 0644, unsigned dir_mode = 0755,
+                                 const FileOwner* owner = nullptr);
 
 // Files that steer what autoheal does as root (autoheal.yaml, rule files) must be controlled by
 // root: owned by root (or by this program's user) and not writable by group or others, and so

@@ -1,6 +1,6 @@
 // The controller epilog (RunControllerEpilog, controller.h) as named steps, each a function of
 // its inputs, run in this order by RunControllerPipeline:
-//   CollectReports → LoadFacts → DecideJob → RecordIncidents → Act → Requeue → Explain
+//   LoadFacts → CollectReports → DecideJob → RecordIncidents → Act → Requeue → Explain
 //   → AwaitNodeResults → Finish
 // LoadFacts, DecideJob and RecordIncidents stop the run when they fail (nothing was done yet, or
 // the store cannot hold what would be done). From Act on every step runs even when an earlier
@@ -49,15 +49,22 @@ std::uint32_t JobIdOf(const CtldEnv& env);
 bool RecordOutcome(const CtldEnv& env, std::int64_t incident, diag::Action action,
                    const std::string& target, diag::Outcome outcome, const std::string& detail);
 
-// The node reports of this run, waiting (bounded, results_wait_seconds) for the node epilogs;
-// sets in->reports (sorted by node) and in->job.missing_reports.
-void CollectReports(const CtldEnv& env, DecisionInput* in);
-
 struct JobTimes {
     bool requeued_elsewhere = false;  // Slurm, an admin or an earlier run requeued it already
-    std::int64_t start_time = 0;
+    std::int64_t start_time = 0;      // of this run
     std::int64_t end_time = 0;
 };
+
+// Why `report` is not the report of `node` for run `restart` of `job`, written once that run
+// had started at `run_start` (seconds since the epoch); empty when it is.
+std::string ReportMismatch(const NodeReport& report, const std::string& job,
+                           const std::string& node, int restart, std::int64_t run_start);
+
+// The node reports of this run, waiting (bounded, results_wait_seconds) for the node epilogs;
+// sets in->reports (sorted by node) and in->job.missing_reports. Only the nodes of
+// in->job.nodes are read, and only reports that ReportMismatch accepts (times.start_time): a
+// file left by an earlier job with the same id (job ids wrap) counts as not yet written.
+void CollectReports(const CtldEnv& env, const JobTimes& times, DecisionInput* in);
 // The job's state from Slurm (retried while slurmctld is away), the nodes' history, recent
 // incidents and the topology, into `in`.
 Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in);
@@ -109,7 +116,8 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
 std::vector<std::string> AwaitNodeResults(const CtldEnv& env,
                                           const std::vector<AskedNodeAction>& asked);
 
-// Delivers due tickets and writes the metrics.
+// Removes job folders past remediation.jobs_retention_days (CleanOldJobRecords), delivers due
+// tickets and writes the metrics.
 void Finish(const CtldEnv& env);
 
 // The whole controller epilog on `env` (steps above). REQUIRES: the rules loaded in env.engine.

@@ -123,6 +123,8 @@ JobDecision Decide(const DecisionInput& input);
 // (the explanation) and by `autoheal replay` (the facts, to decide the run again).
 struct DecisionRecord {
     int version = kDecisionRecordVersion;
+    std::string job;        // the job id (empty in records written before it was kept)
+    std::int64_t time = 0;  // when it was decided, seconds since the epoch (0: not kept)
     std::string explanation;
     bool requeue = false;
     std::string cause;

@@ -32,8 +32,16 @@ Result<std::string> ReadKernelLogSince(const std::string& source, const std::str
                                        std::uint64_t max_bytes);
 
 // The last `max_bytes` of a regular file, opened as described above. Refuses symlinks (in any
-// component), FIFOs, devices and folders with an error naming the reason.
+// component), FIFOs, devices and folders with an error naming the reason. Opened with openat2
+// (RESOLVE_NO_SYMLINKS); where the kernel has none (before 5.6: RHEL 8's 4.18) or a filter
+// refuses it, with OpenEachComponentNoFollow.
 Result<std::string> ReadFileTailSafely(const std::string& path, std::uint64_t max_bytes);
+
+// openat2's RESOLVE_NO_SYMLINKS by hand: opens the absolute `path` one component at a time from
+// "/", each folder without following a link (a symlinked component fails with ELOOP, a file
+// where a folder should be with ENOTDIR, a ".." with EINVAL), the last with `flags` |
+// O_NOFOLLOW. Returns the descriptor, or -1 with errno set.
+int OpenEachComponentNoFollow(const std::string& path, int flags);
 
 // Slurm's filename patterns in --output/--error: %j %J %A %a %u %x %N %%; "\\" stops expansion.
 struct OutputPatternValues {

@@ -14,6 +14,9 @@
 // the controller no longer scans).
 // On a real cluster state_dir must be shared by the nodes and the controller (e.g. NFS), or at
 // least its jobs/ folder; the incident store beside it is written by the controller only.
+// jobs/ belongs to SlurmUser (docs/admin-guide.md): what root writes there (the prolog, the node
+// epilogs) is given to the owner of jobs/, so that EpilogSlurmctld, as SlurmUser, reads the
+// reports and writes its decisions beside them, and users read nothing but resume.json.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +44,18 @@ std::string EpilogFile(const std::string& state_dir, const std::string& job, int
                        const std::string& node);
 // The controller's decision for one run (DecisionRecord, remediation/decision.h).
 std::string DecisionFile(const std::string& state_dir, const std::string& job, int restart);
+
+// Removes the folders state_dir/jobs/<job> last changed before `older_than` (seconds since the
+// epoch), except `keep_job`'s, bounded per call: at most `max_removed` removed and `max_examined`
+// entries looked at. Links and files there are left alone. Returns how many were removed.
+Result<int> CleanOldJobRecords(const std::string& state_dir, std::int64_t older_than,
+                               const std::string& keep_job, int max_removed = 50,
+                               int max_examined = 5000);
+
+// Writes a file under state_dir/jobs (WriteFileAtomically, folders 0755). Run as root, the file
+// and the folders it creates are given to the owner of state_dir/jobs (when that is not root).
+Result<bool> WriteJobRecord(const std::string& state_dir, const std::string& path,
+                            std::string_view content, unsigned file_mode);
 
 // The most a record file may hold (a node report carries at most a few thousand evidence lines).
 inline constexpr std::size_t kMaxRecordBytes = 64u << 20;

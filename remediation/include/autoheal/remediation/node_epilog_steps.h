@@ -37,6 +37,7 @@ struct NodeEpilogEnv {
 // What Collect found on this node.
 struct NodeEvidence {
     NodeReport report;           // the typed evidence, GPU identities and problems
+    std::int64_t run_began = 0;  // when this run's prolog wrote its baseline (0: no baseline)
     health::NodeSnapshot after;  // the post-job snapshot (empty without job GPUs)
     std::string output_path;     // the job's stdout, when this node read it
 };
@@ -59,8 +60,17 @@ Result<bool> WriteNodeReport(const NodeEpilogEnv& env, const NodeReport& report)
 // explanation), or its own diagnosis proposes an action the node carries out itself.
 bool NeedsDecision(const NodeEvidence& evidence, const diag::Diagnosis& local);
 
-// Waits, bounded (results_wait_seconds + 10), for the controller's decision on this run.
-std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart);
+// Why `d` is not the decision on run `restart` of `job` made after `not_before` (seconds since
+// the epoch; 0: any time); empty when it is. A record that does not say its job or time (an
+// older controller's) is not refused for it.
+std::string DecisionMismatch(const DecisionRecord& d, const std::string& job, int restart,
+                             std::int64_t not_before);
+
+// Waits, bounded (results_wait_seconds + 10), for the controller's decision on this run, made
+// after `not_before` (the run's prolog baseline): a decision file an earlier job with the same
+// id left (job ids wrap) is not this run's, and the wait goes on.
+std::optional<DecisionRecord> AwaitDecision(const NodeEpilogEnv& env, int restart,
+                                            std::int64_t not_before);
 
 // Executes what the decision lists for this node (reset_gpu), refusing a GPU a process still
 // uses (per the post-job snapshot). Action and outcome words are the catalog's.

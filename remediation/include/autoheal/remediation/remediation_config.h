@@ -10,6 +10,7 @@
 //   job_output_max_bytes: 1048576  # the tail of the job's stdout/stderr that is read
 //   results_wait_seconds: 30       # EpilogSlurmctld waits this long for the node epilogs
 //   requeue_delay_seconds: 2       # a requeued job may start this long after its old run ends
+//   jobs_retention_days: 14        # state_dir/jobs/<job> folders older than this are removed
 //   gpu_reset_command: [/usr/bin/nvidia-smi, --gpu-reset, -i, "{gpu}"]   # argv, no shell,
 //                                                 # absolute program; {gpu} = PCI id
 //   quarantine_hours: 24           # soft-avoid culprits autoheal could not take out
@@ -58,6 +59,7 @@ struct RemediationConfig {
     std::uint64_t job_output_max_bytes = 1u << 20;
     double results_wait_seconds = 30;
     int requeue_delay_seconds = 2;
+    int jobs_retention_days = 14;
     std::vector<std::string> gpu_reset_command = {"/usr/bin/nvidia-smi", "--gpu-reset", "-i",
                                                   "{gpu}"};
     double quarantine_hours = 24;
