@@ -206,7 +206,7 @@ std::unique_ptr<Scenario> MakeScenario(int n, const diag::RuleSet& rules,
                 "for 600047 milliseconds before timing out.");
         }
         // What the node epilog puts in its report: the lines its signatures matched.
-        scanner.ScanText(JoinLines(kernel), "kernel", &r.evidence);
+        scanner.ScanText(JoinLines(kernel), "kernel", &r.evidence, diag::InputKind::kKernelLog);
         scanner.ScanText(JoinLines(job_output), "job-output", &r.job_output);
         r.local_cause = "unknown";
         in.reports.push_back(std::move(r));

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "autoheal/core/escape.h"
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
@@ -114,8 +115,8 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
     if (!d.escalation.empty()) std::printf("escalated:  %s\n", d.escalation.c_str());
     std::printf("evidence:\n");
     for (const diag::Evidence& e : d.evidence) {
-        std::printf("  %s:%zu  [%s]  %s\n", set.sources[e.source].c_str(), e.line,
-                    e.signature.c_str(), e.text.c_str());
+        std::printf("  %s:%zu  [%s]  %s\n", EscapeControl(set.sources[e.source]).c_str(), e.line,
+                    e.signature.c_str(), EscapeControl(e.text).c_str());
     }
     if (d.findings.size() > 1) {
         std::printf("also fired:\n");

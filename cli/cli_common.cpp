@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "autoheal/core/duration.h"
+#include "autoheal/core/escape.h"
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/remediation_config.h"
 
@@ -138,6 +139,7 @@ void Table::Add(std::vector<std::string> row) {
         std::replace_if(
             cell.begin(), cell.end(), [](char c) { return c == '\n' || c == '\t' || c == '\r'; },
             ' ');
+        cell = EscapeControl(cell);
         if (cell.size() > max_width_) cell = cell.substr(0, max_width_ - 3) + "...";
         if (cell.empty()) cell = "-";
     }

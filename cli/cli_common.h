@@ -54,8 +54,9 @@ std::optional<std::int64_t> ParseSinceOrComplain(const char* command, const std:
 std::string FormatTime(std::int64_t epoch);        // "2026-11-29 22:19:44" (local time); "-" for 0
 std::string FormatDuration(std::int64_t seconds);  // "45s", "12m", "3h05m", "2d04h"
 
-// Aligned columns for people; every cell on one line (newlines and tabs become spaces, cells are
-// cut at `max_width` characters with "...").
+// Aligned columns for people; every cell on one line (newlines and tabs become spaces, other
+// control characters are escaped as \xHH by EscapeControl, cells are cut at `max_width`
+// characters with "...").
 class Table {
   public:
     explicit Table(std::vector<std::string> header, std::size_t max_width = 80);

@@ -8,6 +8,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "autoheal/core/escape.h"
+
 namespace autoheal {
 namespace {
 
@@ -32,6 +34,29 @@ class JsonLogFormatter final : public spdlog::formatter {
   private:
     std::string program_;
     std::string eol_;
+};
+
+// The text format: spdlog's pattern, over the message with its control characters escaped
+// (a job's output quoted in a message cannot forge log lines or drive a terminal).
+class TextLogFormatter final : public spdlog::formatter {
+  public:
+    explicit TextLogFormatter(std::unique_ptr<spdlog::formatter> pattern)
+        : pattern_(std::move(pattern)) {}
+
+    void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+        spdlog::details::log_msg escaped = msg;
+        const std::string text =
+            EscapeControl(std::string_view(msg.payload.data(), msg.payload.size()));
+        escaped.payload = spdlog::string_view_t(text.data(), text.size());
+        pattern_->format(escaped, dest);
+    }
+
+    std::unique_ptr<spdlog::formatter> clone() const override {
+        return std::make_unique<TextLogFormatter>(pattern_->clone());
+    }
+
+  private:
+    std::unique_ptr<spdlog::formatter> pattern_;
 };
 
 }  // namespace
@@ -74,11 +99,11 @@ std::unique_ptr<spdlog::formatter> MakeJsonLogFormatter(std::string program, std
 std::unique_ptr<spdlog::formatter> MakeTextLogFormatter(const std::string& program,
                                                         bool for_syslog) {
     if (for_syslog) {
-        return std::make_unique<spdlog::pattern_formatter>(
-            program + ": %v", spdlog::pattern_time_type::local, std::string());
+        return std::make_unique<TextLogFormatter>(std::make_unique<spdlog::pattern_formatter>(
+            program + ": %v", spdlog::pattern_time_type::local, std::string()));
     }
-    return std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%e%z " + program +
-                                                       "[%P] %l: %v");
+    return std::make_unique<TextLogFormatter>(std::make_unique<spdlog::pattern_formatter>(
+        "%Y-%m-%dT%H:%M:%S.%e%z " + program + "[%P] %l: %v"));
 }
 
 }  // namespace autoheal

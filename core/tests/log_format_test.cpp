@@ -98,5 +98,23 @@ TEST(StartProgram, JsonLinesToTheLogFile) {
     std::filesystem::remove_all(dir);
 }
 
+TEST(TextLogFormatter, ControlCharactersInTheMessageAreEscaped) {
+    auto formatter = MakeTextLogFormatter("autoheal-test", false);
+    const std::string payload = "job said: line\nforged\x1b[31m";
+    spdlog::details::log_msg msg(spdlog::source_loc{}, "t", spdlog::level::warn,
+                                 spdlog::string_view_t(payload.data(), payload.size()));
+    spdlog::memory_buf_t out;
+    formatter->format(msg, out);
+    const std::string line(out.data(), out.size());
+    EXPECT_THAT(line, HasSubstr("warning: job said: line\\x0aforged\\x1b[31m"));
+    EXPECT_EQ(line.find('\x1b'), std::string::npos);
+    EXPECT_EQ(line.find('\n'), line.size() - 1);  // only the record's own end
+    auto syslog = MakeTextLogFormatter("autoheal-test", true);
+    spdlog::memory_buf_t out2;
+    syslog->clone()->format(msg, out2);
+    EXPECT_EQ(std::string(out2.data(), out2.size()),
+              "autoheal-test: job said: line\\x0aforged\\x1b[31m");
+}
+
 }  // namespace
 }  // namespace autoheal

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "autoheal/core/escape.h"
 #include "autoheal/diag/taxonomy.h"
 
 namespace autoheal::remediation {
@@ -68,12 +69,14 @@ NodeVerdict DiagnoseEvidence(const DecisionInput& in, const std::string& node,
     return v;
 }
 
+// A line of evidence quoted in the summary (and so in the explanation, the AdminComment and the
+// job's output): one line, control characters escaped, at most `max` bytes.
 std::string ShortText(std::string s, std::size_t max) {
     for (char& c : s) {
         if (c == '\n' || c == '\r' || c == '\t') c = ' ';
     }
     if (s.size() > max) s = s.substr(0, max - 3) + "...";
-    return s;
+    return EscapeControl(s);
 }
 
 }  // namespace

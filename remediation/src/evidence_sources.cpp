@@ -12,16 +12,20 @@
 #include <map>
 
 #include "autoheal/core/files.h"
+#include "autoheal/diag/log_line.h"
 
 namespace autoheal::remediation {
 namespace {
 
 struct KmsgRecord {
     std::uint64_t seq = 0;
+    bool kernel = false;  // facility 0
     std::string line;
 };
 
-// Reads every record /dev/kmsg still holds (non-blocking), calling `f` for each.
+// Reads every record /dev/kmsg still holds (non-blocking), calling `f` for each of the kernel's
+// own (facility 0: a process that writes to /dev/kmsg gets another facility, LOG_USER by
+// default, and its records are not kernel evidence).
 template <typename F>
 bool ForEachKmsgRecord(F f) {
     UniqueFd fd(::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
@@ -36,27 +40,17 @@ bool ForEachKmsgRecord(F f) {
         }
         if (n == 0) break;
         std::string_view rec(buf.data(), static_cast<std::size_t>(n));
-        const std::size_t semi = rec.find(';');
-        if (semi == std::string_view::npos) continue;
-        // prefix: "prio,seq,usec,flags[,...]"
-        std::string_view prefix = rec.substr(0, semi);
-        std::uint64_t fields[3] = {0, 0, 0};
-        std::size_t pos = 0;
-        for (int i = 0; i < 3; ++i) {
-            const std::size_t comma = prefix.find(',', pos);
-            fields[i] =
-                std::strtoull(std::string(prefix.substr(pos, comma - pos)).c_str(), nullptr, 10);
-            if (comma == std::string_view::npos) break;
-            pos = comma + 1;
-        }
-        std::string_view msg = rec.substr(semi + 1);
+        const auto prefix = diag::ParseKmsgPrefix(rec);
+        if (!prefix) continue;
+        std::string_view msg = rec.substr(prefix->message);
         const std::size_t nl = msg.find('\n');  // continuation lines (" KEY=value") follow
         if (nl != std::string_view::npos) msg = msg.substr(0, nl);
         char stamp[48];
         std::snprintf(stamp, sizeof stamp, "[%llu.%06llu] ",
-                      static_cast<unsigned long long>(fields[2] / 1000000),
-                      static_cast<unsigned long long>(fields[2] % 1000000));
-        f(KmsgRecord{fields[1], std::string(stamp) + std::string(msg)});
+                      static_cast<unsigned long long>(prefix->usec / 1000000),
+                      static_cast<unsigned long long>(prefix->usec % 1000000));
+        KmsgRecord r{prefix->seq, prefix->facility == 0, std::string(stamp) + std::string(msg)};
+        f(r);
     }
     return true;
 }
@@ -114,7 +108,7 @@ Result<std::string> ReadKernelLogSince(const std::string& source, const std::str
         if (have_cursor) after = std::strtoull(cursor.c_str() + 5, nullptr, 10);
         std::string text;
         if (!ForEachKmsgRecord([&](const KmsgRecord& r) {
-                if (have_cursor && r.seq <= after) return;
+                if ((have_cursor && r.seq <= after) || !r.kernel) return;
                 text += r.line;
                 text += '\n';
                 if (text.size() > 2 * max_bytes) KeepTail(&text, max_bytes);

@@ -3,23 +3,29 @@
 #include <cctype>
 #include <charconv>
 
+#include "autoheal/core/escape.h"
+
 namespace autoheal::remediation {
 namespace {
 
+// Blanks and ';' become '_' (a value is one word), then control characters are escaped.
 std::string CleanValue(std::string_view value) {
     std::string out(value);
     for (char& c : out) {
-        if (std::isspace(static_cast<unsigned char>(c)) || c == ';') c = '_';
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == ';') {
+            c = '_';
+        }
     }
-    return out;
+    return EscapeControl(out);
 }
 
+// Newlines and tabs become spaces, other control characters are escaped.
 std::string CleanNote(std::string_view note) {
     std::string out(note);
     for (char& c : out) {
         if (c == '\n' || c == '\r' || c == '\t') c = ' ';
     }
-    return out;
+    return EscapeControl(out);
 }
 
 bool IsKey(std::string_view key) {

@@ -44,6 +44,45 @@ TEST(CliClassify, JsonShapeForAKernelLog) {
     EXPECT_GT(j["confidence"].get<double>(), 0.5);
 }
 
+TEST(CliClassify, ForgedKernelLinesTakeNoNodeOut) {
+    // Issue 12 point 4: a program named after a driver message, a process that named itself, and
+    // `logger` in a syslog file. None is the driver speaking; none may plan a node action.
+    const std::vector<std::string> forged = {
+        "[12345.678901] x[4242]: segfault at 0 ip 0000000000401136 sp 00007ffd5d2c8e70 error 6 "
+        "in NVRM: Xid (PCI:0000:3b:00): 64, x[401000+1000]\n",
+        "Memory cgroup out of memory: Killed process 4242 (GPU is lost)\n",
+        "Dec  1 10:00:00 node7 alice: NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=x, GPU has "
+        "fallen off the bus.\n",
+        "14,2001,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=x, GPU has fallen off "
+        "the bus.\n"};
+    for (const std::string& line : forged) {
+        auto r = RunProcess({kCli, "classify", "--json", "--rules", kRules, "-"}, {}, "", line);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["actions"], nlohmann::json::array()) << line << j.dump();
+        EXPECT_NE(j["cause"], "faulty_gpu") << line;
+        EXPECT_NE(j["cause"], "gpu_hbm_memory") << line;
+    }
+    // The kernel's own record, in kmsg's format, still is evidence.
+    auto r = RunProcess({kCli, "classify", "--json", "--rules", kRules, "-"}, {}, "",
+                        "6,2001,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=x, GPU "
+                        "has fallen off the bus.\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["cause"], "faulty_gpu");
+    EXPECT_EQ(j["rule"], "xid-79-fallen-off-bus");
+}
+
+TEST(CliClassify, ControlCharactersInEvidenceAreEscapedForPeople) {
+    auto r = RunProcess({kCli, "classify", "--rules", kRules, "-"}, {}, "",
+                        "RuntimeError: CUDA error: an illegal memory access was encountered"
+                        "\x1b[2J\x1b[31m\x07 forged\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("\\x1b[2J\\x1b[31m\\x07 forged"));
+}
+
 TEST(CliClassify, NothingFoundIsUnknownAndExitsZero) {
     auto r = RunProcess({kCli, "classify", "--json", "--rules", kRules}, {}, "", "all good\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -90,6 +90,35 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
 
 // A report's typed items are diagnosed on their fields, never rescanned: the health-check item
 // of a GPU whose GEMM checksum differs from its peers' is silent data corruption on that GPU.
+// Issue 12 point 5: a node action needs evidence no user can write. Lines a user made the
+// kernel print (a program named after a driver message, a task that named itself) or wrote to
+// a syslog kernel log with `logger` are not the driver's records.
+TEST_F(DecisionTest, ForgedKernelLinesPlanNoNodeAction) {
+    Kernel("node2",
+           {"[12345.678901] x[4242]: segfault at 0 ip 0000000000401136 sp 00007ffd5d2c8e70 error 6 "
+            "in NVRM: Xid (PCI:0000:3b:00): 64, x[401000+1000]",
+            "kernel: Memory cgroup out of memory: Killed process 4242 (GPU is lost)",
+            "Dec  1 10:00:00 node2 alice: " + Xid(79, "0000:3b:00", "GPU has fallen off the bus."),
+            "Dec  1 10:00:00 node2 kernel: INFO: task NVRM: Xid 79:4242 blocked for more than 120 "
+            "seconds."});
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.plans, IsEmpty());
+    EXPECT_THAT(d.culprits, IsEmpty());
+    EXPECT_NE(d.cause, "faulty_gpu");
+    EXPECT_NE(d.cause, "gpu_hbm_memory");
+}
+
+// The job's own output may justify a requeue, never an action against a node.
+TEST_F(DecisionTest, TheJobsOwnOutputNeverTakesANodeOut) {
+    JobOutput("node1", {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off "
+                        "the bus.",
+                        "Unable to determine the device handle for GPU0000:3b:00.0: GPU is lost",
+                        "node2: [ 12.0] NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=python, DBE"});
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.plans, IsEmpty());
+    EXPECT_TRUE(d.requeue);  // within the cap
+}
+
 TEST_F(DecisionTest, TypedHealthCheckEvidenceIsDiagnosedOnItsFields) {
     diag::AddEvidence(&Report("node2").evidence, "health",
                       {"health-check",

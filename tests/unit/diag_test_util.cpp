@@ -40,7 +40,8 @@ EvidenceSet ScanLines(const std::vector<std::string>& lines, const std::string& 
     std::string text;
     for (const std::string& l : lines) text += l + "\n";
     EvidenceSet set;
-    ShippedScanner()->ScanText(text, source, &set);
+    ShippedScanner()->ScanText(text, source, &set,
+                               source == "kernel" ? InputKind::kKernelLog : InputKind::kMixed);
     return set;
 }
 

@@ -20,7 +20,7 @@ Diagnosis Classify(const std::string& text, const DiagnoseOptions& options = {},
                    EvidenceSet* evidence_out = nullptr);
 
 // What a node epilog puts in its report for `lines` of `source`: the items the shipped
-// signatures match, scanned once, not analyzed.
+// signatures match, scanned once, not analyzed; source "kernel" is scanned as a kernel log.
 EvidenceSet ScanLines(const std::vector<std::string>& lines, const std::string& source);
 // The text of each line an evidence set holds (a line several signatures matched: once).
 std::vector<std::string> EvidenceTexts(const EvidenceSet& set);

@@ -55,6 +55,15 @@ TEST(NodeReason, ValuesNeverBreakTheFields) {
     EXPECT_EQ(parsed->note, "free text");
 }
 
+TEST(NodeReason, ControlCharactersAreEscaped) {
+    // A job's output can reach a note (a quoted line) or a value: nothing in it may drive the
+    // terminal of an admin reading `sinfo -R`.
+    const std::string r = FormatReason(Reason(Cause::kUserError, {{"rule", "x\x1b[2Jy"}},
+                                              std::nullopt, "said \x1b[31mred\x07 done"));
+    EXPECT_EQ(r, "autoheal: user_error rule=x\\x1b[2Jy; said \\x1b[31mred\\x07 done");
+    EXPECT_EQ(r.find('\x1b'), std::string::npos);
+}
+
 TEST(NodeReason, OnlyTheNoteIsShortened) {
     const std::string text = FormatReason(
         Reason(Cause::kFaultyGpu, {{"gpu", "0000:3b:00.0"}}, 1, std::string(500, 'x')));

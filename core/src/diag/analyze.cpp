@@ -9,6 +9,7 @@
 #include <set>
 
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/log_line.h"
 
 namespace autoheal::diag {
 namespace {
@@ -25,17 +26,18 @@ std::string NormalizePci(std::string_view raw) {
     return domain + ":" + bus + ":" + dev + "." + (fn.empty() ? "0" : fn);
 }
 
-// The host a line names: "Mar 27 17:40:36 host kernel:", "host:pid:tid [n] NCCL",
-// "2024-..T.. host kernel:".
+// The host a line names: its syslog, journald or pdsh prefix ("Mar 27 17:40:36 host kernel:",
+// "2024-..T.. host kernel:", "host: [12.3] ...", log_line.h), else NCCL's "host:pid:tid [n]".
 void FillHost(Evidence* e) {
     if (e->Field("host")) return;
-    static const RE2 kSyslog(
-        R"(^(?:[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[0-9:.+-]+Z?) ([A-Za-z0-9][A-Za-z0-9._-]*) (?:kernel|slurm\w*|nv-\w+)(?:\[\d+\])?:)");
+    const LogLine line = ParseLogLine(e->text);
+    if (!line.host.empty()) {
+        e->SetField("host", std::string(line.host));
+        return;
+    }
     static const RE2 kNccl(R"(^([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
     std::string host;
-    if (RE2::PartialMatch(e->text, kSyslog, &host) || RE2::PartialMatch(e->text, kNccl, &host)) {
-        e->SetField("host", host);
-    }
+    if (RE2::PartialMatch(e->text, kNccl, &host)) e->SetField("host", host);
 }
 
 // The catalog's WORKFLOW_NVLINK_ERR for Xid 74: what the first register's bits say.

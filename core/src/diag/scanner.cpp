@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "autoheal/diag/log_line.h"
 #include "autoheal/diag/pattern.h"
 
 #if defined(__SSE2__)
@@ -176,9 +177,12 @@ struct Scanner::Impl {
     // `full[i]`: signature i already has per_signature_cap items in the merged result, so its
     // fields need not be extracted (context-* signatures are not even counted past the cap).
     void ScanChunk(const char* data, std::size_t len, hs_scratch_t* hs_scratch,
-                   const std::vector<std::atomic<bool>>& full, ChunkResult* out) const;
-    void Confirm(unsigned sig, std::string_view line, std::uint64_t line_no, bool full,
-                 std::vector<std::size_t>* stored, ChunkResult* out) const;
+                   const std::vector<std::atomic<bool>>& full, InputKind kind,
+                   ChunkResult* out) const;
+    // `parsed`: the line's prefix, read once for all the signatures that matched it.
+    void Confirm(unsigned sig, std::string_view line, const LogLine& parsed, InputKind kind,
+                 std::uint64_t line_no, bool full, std::vector<std::size_t>* stored,
+                 ChunkResult* out) const;
 };
 
 // Merges chunk results in input order, applying the per-signature cap.
@@ -315,16 +319,14 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
     return std::shared_ptr<const Scanner>(std::move(scanner));
 }
 
-void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t line_no, bool full,
+void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& parsed,
+                            InputKind kind, std::uint64_t line_no, bool full,
                             std::vector<std::size_t>* stored, ChunkResult* out) const {
     const RE2& re = *regexes[sig];
     const re2::StringPiece text(line.data(), line.size());
-    if (full || (*stored)[sig] >= limits.per_signature_cap) {
-        // Past the cap only the count matters: confirm without extracting fields (DFA only).
-        if (RE2::PartialMatch(text, re)) ++out->matched[sig];
-        return;
-    }
-    const int ngroups = re.NumberOfCapturingGroups();
+    const bool past_cap = full || (*stored)[sig] >= limits.per_signature_cap;
+    // Past the cap only the count matters: no fields, only where the match is.
+    const int ngroups = past_cap ? 0 : re.NumberOfCapturingGroups();
     re2::StringPiece groups_small[16];
     std::vector<re2::StringPiece> groups_big;
     re2::StringPiece* groups = groups_small;
@@ -334,6 +336,15 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t l
     }
     if (!re.Match(text, 0, line.size(), RE2::UNANCHORED, groups, ngroups + 1)) {
         return;  // the prefilter over-matched
+    }
+    const auto begin = static_cast<std::size_t>(groups[0].data() - line.data());
+    if (!IsAdmissible(line, parsed, begin, begin + groups[0].size(),
+                      kind == InputKind::kKernelLog)) {
+        return;
+    }
+    if (past_cap) {
+        ++out->matched[sig];
+        return;
     }
     ++out->matched[sig];
     ++(*stored)[sig];
@@ -351,7 +362,8 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, std::uint64_t l
 }
 
 void Scanner::Impl::ScanChunk(const char* data, std::size_t len, hs_scratch_t* hs_scratch,
-                              const std::vector<std::atomic<bool>>& full, ChunkResult* out) const {
+                              const std::vector<std::atomic<bool>>& full, InputKind kind,
+                              ChunkResult* out) const {
     out->matched.assign(sigs.size(), 0);
     std::vector<Candidate> found;
     if (db != nullptr) {
@@ -412,12 +424,19 @@ void Scanner::Impl::ScanChunk(const char* data, std::size_t len, hs_scratch_t* h
     std::vector<std::size_t> stored(sigs.size(), 0);
     std::uint64_t line_no = 0;
     std::size_t counted = 0;
+    LogLine parsed;
+    std::size_t parsed_start = len;  // no line parsed yet
     for (const Candidate& c : found) {
         line_no += CountNewlines(data + counted, data + c.start);
         counted = c.start;
         std::string_view line(data + c.start, c.end - c.start);
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        Confirm(c.id, line, line_no, full[c.id].load(std::memory_order_relaxed), &stored, out);
+        if (parsed_start != c.start) {
+            parsed = ParseLogLine(line);
+            parsed_start = c.start;
+        }
+        Confirm(c.id, line, parsed, kind, line_no, full[c.id].load(std::memory_order_relaxed),
+                &stored, out);
     }
     out->newlines = line_no + CountNewlines(data + counted, data + len);
 }
@@ -469,7 +488,8 @@ struct ChunkReader {
 
 }  // namespace
 
-Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) const {
+Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set,
+                             InputKind kind) const {
     const Impl& impl = *impl_;
     Merger merger(impl, set->sources.size(), set);
     merger.IndexSignatures();
@@ -488,7 +508,7 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
         ChunkResult r;
         std::lock_guard<std::mutex> lock(impl.scratch_mu);
         impl.ScanChunk(first.data(), static_cast<std::size_t>(len), impl.scratch, merger.full(),
-                       &r);
+                       kind, &r);
         merger.Add(std::move(r));
     }
     bool ends_without_newline = len > 0 && reader.last != '\n';
@@ -502,7 +522,8 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
         if (n == 0) break;
         ChunkResult r;
         std::lock_guard<std::mutex> lock(impl.scratch_mu);
-        impl.ScanChunk(first.data(), static_cast<std::size_t>(n), impl.scratch, merger.full(), &r);
+        impl.ScanChunk(first.data(), static_cast<std::size_t>(n), impl.scratch, merger.full(), kind,
+                       &r);
         merger.Add(std::move(r));
         ends_without_newline = reader.last != '\n';
     }
@@ -539,7 +560,8 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
                         job = pending.front();
                         pending.pop_front();
                     }
-                    impl.ScanChunk(job->data.data(), job->len, s, merger.full(), &job->result);
+                    impl.ScanChunk(job->data.data(), job->len, s, merger.full(), kind,
+                                   &job->result);
                     {
                         std::lock_guard<std::mutex> lock(mu);
                         job->done = true;
@@ -602,7 +624,8 @@ Result<bool> Scanner::ScanFd(int fd, const std::string& name, EvidenceSet* set) 
     return true;
 }
 
-void Scanner::ScanText(std::string_view text, const std::string& name, EvidenceSet* set) const {
+void Scanner::ScanText(std::string_view text, const std::string& name, EvidenceSet* set,
+                       InputKind kind) const {
     const Impl& impl = *impl_;
     Merger merger(impl, set->sources.size(), set);
     merger.IndexSignatures();
@@ -618,7 +641,7 @@ void Scanner::ScanText(std::string_view text, const std::string& name, EvidenceS
             if (nl != std::string_view::npos && nl >= pos) take = nl + 1 - pos;
         }
         ChunkResult r;
-        impl.ScanChunk(text.data() + pos, take, impl.scratch, merger.full(), &r);
+        impl.ScanChunk(text.data() + pos, take, impl.scratch, merger.full(), kind, &r);
         merger.Add(std::move(r));
         pos += take;
     }

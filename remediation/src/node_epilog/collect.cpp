@@ -96,7 +96,8 @@ NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
     const std::string klog = KernelLogFor(env.rc, env.ctx.node);
     auto kernel = ReadKernelLogSince(klog, baseline.kernel_cursor, env.rc.kernel_log_max_bytes);
     if (!kernel) report.problems.push_back("kernel log: " + kernel.error());
-    env.engine.scanner->ScanText(kernel ? *kernel : std::string(), "kernel", &report.evidence);
+    env.engine.scanner->ScanText(kernel ? *kernel : std::string(), "kernel", &report.evidence,
+                                 diag::InputKind::kKernelLog);
 
     CollectGpuEvidence(env, baseline.snapshot, &ev);
     return ev;

@@ -25,7 +25,8 @@ std::string JsonLogLine(std::chrono::system_clock::time_point time, std::string_
 std::unique_ptr<spdlog::formatter> MakeJsonLogFormatter(std::string program, std::string eol);
 
 // The text formatter: "<time> <program>[<pid>] <level>: <message>" followed by `eol`; for syslog
-// (which adds time and pid itself) just "<program>: <message>".
+// (which adds time and pid itself) just "<program>: <message>". The message's control
+// characters are escaped (EscapeControl).
 std::unique_ptr<spdlog::formatter> MakeTextLogFormatter(const std::string& program,
                                                         bool for_syslog);
 

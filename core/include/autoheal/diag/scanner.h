@@ -16,6 +16,14 @@
 
 namespace autoheal::diag {
 
+// Which lines of an input count as evidence. Every line is read by its prefix
+// (autoheal/diag/log_line.h): driver text counts only where a record's message starts and never
+// inside a name a user chose; in a kernel log, only the kernel's own records count.
+enum class InputKind {
+    kMixed,      // logs of any kind, as pasted (classify, the job's output)
+    kKernelLog,  // a node's kernel log (/dev/kmsg, or a kern.log, journald or dmesg file)
+};
+
 struct ScanLimits {
     std::size_t per_signature_cap = 512;  // evidence items kept per signature
     std::size_t max_text = 400;           // bytes of a line kept in Evidence::text
@@ -35,9 +43,11 @@ class Scanner {
     Scanner& operator=(const Scanner&) = delete;
 
     // Scans one input read from `fd` until EOF, adding to `set`. Errors only on read failure.
-    Result<bool> ScanFd(int fd, const std::string& name, EvidenceSet* set) const;
+    Result<bool> ScanFd(int fd, const std::string& name, EvidenceSet* set,
+                        InputKind kind = InputKind::kMixed) const;
     // Same for text in memory.
-    void ScanText(std::string_view text, const std::string& name, EvidenceSet* set) const;
+    void ScanText(std::string_view text, const std::string& name, EvidenceSet* set,
+                  InputKind kind = InputKind::kMixed) const;
 
     // How many signatures Hyperscan prefilters and how many need the line-by-line path.
     std::size_t prefiltered() const;

@@ -27,7 +27,10 @@ std::string KernelLogCursor(const std::string& source);
 
 // The kernel log after `cursor` (from `source`: "kmsg" or a file path), at most `max_bytes`
 // (the newest are kept). An empty or stale cursor (log rotated): everything readable, capped.
-// kmsg records become dmesg-style lines "[seconds.micro] message".
+// kmsg records of the kernel's own (facility 0) become dmesg-style lines "[seconds.micro]
+// message"; records other programs wrote to /dev/kmsg are left out. A file is returned as it
+// is: its lines are read by their prefix when scanned (a file in /dev/kmsg's own format keeps
+// each record's facility, see autoheal/diag/log_line.h).
 Result<std::string> ReadKernelLogSince(const std::string& source, const std::string& cursor,
                                        std::uint64_t max_bytes);
 

@@ -8,6 +8,7 @@
 //   `lemon`;
 // - keys are lower-case words ([a-z_]+); values never hold whitespace or ';' (the formatter turns
 //   them into '_'), so the fields end at the first ';' and the parse is unambiguous;
+// - control characters in values and the note are escaped as \xHH (EscapeControl);
 // - the note is free text for people, kept only when it fits: a reason is at most
 //   kMaxReasonBytes, and only the note is ever shortened.
 // Any reason starting with "autoheal:" is ours (ReasonIsOurs): reasons of older versions

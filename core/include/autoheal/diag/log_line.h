@@ -1,0 +1,66 @@
+// Reading one log line as kernels, loggers and people write it: the prefix that says who wrote
+// the line, on which host and when is parsed into a typed record, so that rules about the
+// kernel see only the message of the kernel's own records.
+//
+// Prefixes read (they may nest: a syslog line may carry a dmesg timestamp):
+//   kmsg        "6,1234,5678901,-;NVRM: Xid ..."           facility and level from PRI
+//   <PRI>       "<6>[ 12.3] NVRM: ..." (dmesg -r)           facility and level from PRI
+//   syslog      "Dec  1 10:00:00 node1 kernel: ..."         host, tag (the writing program)
+//   journald    "2026-12-01T10:00:00+0000 node1 kernel: ..." (short-iso, short-precise too)
+//   ISO 8601    "2026-12-01T10:00:00.123Z ..." / "2026-12-01 10:00:00,123 ..."
+//   dmesg -T    "[Tue Dec  1 10:00:00 2026] ..."
+//   dmesg       "[12345.678901] ..." and the printk caller id "[T4242] " after it
+//   pdsh        "node1: " before one of the above
+// and before any of them: leading blanks, "> " quote marks, ANSI colours; a CR at the end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace autoheal::diag {
+
+// Who wrote a line, as far as its prefix says. kUnknown: no prefix says (a bare line).
+enum class LineOrigin { kUnknown, kKernel, kProcess };
+
+struct LogLine {
+    LineOrigin origin = LineOrigin::kUnknown;
+    int facility = -1;        // from a kmsg or <PRI> prefix; 0 is the kernel
+    int level = -1;           // 0 (emerg) .. 7 (debug)
+    std::string_view host;    // syslog, journald or pdsh host, when named
+    std::string_view tag;     // syslog/journald program ("kernel", "slurmd"), when named
+    std::string_view time;    // the timestamp as written, when there is one
+    std::size_t message = 0;  // where the message starts in the line
+    std::size_t end = 0;      // where it ends (before a CR)
+};
+
+// The kmsg record prefix "PRI,SEQ,USEC,FLAGS[,...];" (Documentation/ABI/testing/dev-kmsg).
+struct KmsgPrefix {
+    int facility = 0;
+    int level = 0;
+    std::uint64_t seq = 0;
+    std::uint64_t usec = 0;
+    std::size_t message = 0;  // offset just past the ';'
+};
+std::optional<KmsgPrefix> ParseKmsgPrefix(std::string_view record);
+
+// Parses `line` (one line, no '\n'). Never fails: a line with no prefix it knows is a bare
+// message (origin kUnknown) starting after its blanks, quote marks and colours.
+LogLine ParseLogLine(std::string_view line);
+
+// Byte ranges [first, second) of `message` (a kernel message) that quote names a user chooses:
+// the task name and file name of a segfault or trap line, the task of an OOM kill, a hung task
+// or a soft lockup, comm= and exe= of an audit record. Evidence matched there is not evidence.
+std::vector<std::pair<std::size_t, std::size_t>> UserNamedSpans(std::string_view message);
+
+// Whether a signature match at [begin, end) of `line` (parsed as `parsed`) is evidence. Driver
+// text (a match that is or follows "NVRM:", "nvidia-nvswitch", "mlx5_core" ...) counts only
+// where the message starts, in a record no other program wrote; no match counts inside a name
+// a user chose; with `kernel_only` (the node's kernel log), only kernel records count.
+bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begin, std::size_t end,
+                  bool kernel_only);
+
+}  // namespace autoheal::diag

@@ -1,0 +1,279 @@
+#include "autoheal/diag/log_line.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+#include "autoheal/diag/pattern.h"
+
+namespace autoheal::diag {
+namespace {
+
+using Span = std::pair<std::size_t, std::size_t>;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Leading blanks, "> " quote marks (any depth) and ANSI CSI sequences ("\x1b[1;31m").
+std::size_t SkipNoise(std::string_view s, std::size_t pos) {
+    for (;;) {
+        const std::size_t start = pos;
+        while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '>')) ++pos;
+        if (pos + 1 < s.size() && s[pos] == '\x1b' && s[pos + 1] == '[') {
+            pos += 2;
+            while (pos < s.size() && (IsDigit(s[pos]) || s[pos] == ';' || s[pos] == '?')) ++pos;
+            if (pos < s.size()) ++pos;  // the final byte, 'm' for colours
+        }
+        if (pos == start) return pos;
+    }
+}
+
+bool ParseUint(std::string_view s, std::uint64_t* out) {
+    if (s.empty() || s.size() > 20) return false;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return ec == std::errc() && end == s.data() + s.size();
+}
+
+// What follows a prefix is matched from `pos` with an anchored RE2; on a match `pos` moves past
+// it. `args` receive the groups.
+template <typename... Args>
+bool Consume(std::string_view line, std::size_t* pos, const RE2& re, Args*... args) {
+    re2::StringPiece in(line.data() + *pos, line.size() - *pos);
+    if (!RE2::Consume(&in, re, args...)) return false;
+    *pos = static_cast<std::size_t>(in.data() - line.data());
+    return true;
+}
+
+std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; }
+
+// "Dec  1 10:00:00[.123456] host tag[pid]: " (RFC 3164, journald short and short-precise) or
+// "2026-12-01T10:00:00[.123][Z|+0000] host tag[pid]: " (journald short-iso, RFC 3339), the host
+// and tag optional after an ISO time ("2026-12-01 10:00:00,123 message").
+bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
+    static const RE2 kBsd(R"(((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9]\d )"
+                          R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
+                          PatternOptions());
+    static const RE2 kIso(
+        R"((\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)(?: +|:? +|$))",
+        PatternOptions());
+    static const RE2 kHostTag(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(?:\[\d+\])?: ?)",
+                              PatternOptions());
+    re2::StringPiece time, host, tag;
+    const bool bsd = Consume(line, pos, kBsd, &time);
+    if (!bsd && !Consume(line, pos, kIso, &time)) return false;
+    out->time = View(time);
+    if (Consume(line, pos, kHostTag, &host, &tag)) {
+        out->host = View(host);
+        out->tag = View(tag);
+    }
+    return true;
+}
+
+// "[Tue Dec  1 10:00:00 2026] " (dmesg -T), "[12345.678901] " (dmesg) or
+// "[2026-04-22T21:26:20.599488292Z]: " (Talos), then the printk caller id "[T4242] " / "[C3] "
+// that CONFIG_PRINTK_CALLER adds.
+bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
+    static const RE2 kHuman(R"(\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})\] ?)",
+                            PatternOptions());
+    static const RE2 kMono(
+        R"(\[ *(\d+\.\d+|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:? ?)",
+        PatternOptions());
+    static const RE2 kCaller(R"(\[ *[TC]\d+\] ?)", PatternOptions());
+    re2::StringPiece time;
+    if (!Consume(line, pos, kMono, &time) && !Consume(line, pos, kHuman, &time)) return false;
+    if (out->time.empty()) out->time = View(time);
+    Consume(line, pos, kCaller);
+    return true;
+}
+
+// "node1: " (pdsh, clush -L: several hosts' logs interleaved); the caller keeps it only when a
+// timestamp follows.
+bool ConsumePdshHost(std::string_view line, std::size_t* pos, LogLine* out) {
+    static const RE2 kHost(R"(([A-Za-z0-9][A-Za-z0-9._-]*): )", PatternOptions());
+    re2::StringPiece host;
+    if (!Consume(line, pos, kHost, &host)) return false;
+    out->host = View(host);
+    return true;
+}
+
+// "<6>" (dmesg -r, RFC 5424): facility * 8 + level.
+bool ConsumePri(std::string_view line, std::size_t* pos, LogLine* out) {
+    if (*pos >= line.size() || line[*pos] != '<') return false;
+    const std::size_t close = line.find('>', *pos);
+    std::uint64_t pri = 0;
+    if (close == std::string_view::npos || close - *pos > 4 ||
+        !ParseUint(line.substr(*pos + 1, close - *pos - 1), &pri) || pri > 191) {
+        return false;
+    }
+    out->facility = static_cast<int>(pri >> 3);
+    out->level = static_cast<int>(pri & 7);
+    *pos = close + 1;
+    return true;
+}
+
+// "kern  :err   : " (dmesg -x), "kern: warning: " (Talos): facility and level by name.
+bool ConsumeDmesgFacility(std::string_view line, std::size_t* pos, LogLine* out) {
+    static const RE2 kDecoded(R"((kern|user|mail|daemon|auth|syslog|lpr|news) *: *)"
+                              R"((emerg|alert|crit|err|warn|notice|info|debug)\w* *: )",
+                              PatternOptions());
+    static constexpr std::string_view kFacilities[] = {"kern", "user",   "mail", "daemon",
+                                                       "auth", "syslog", "lpr",  "news"};
+    static constexpr std::string_view kLevels[] = {"emerg", "alert",  "crit", "err",
+                                                   "warn",  "notice", "info", "debug"};
+    re2::StringPiece facility, level;
+    if (!Consume(line, pos, kDecoded, &facility, &level)) return false;
+    for (int i = 0; i < 8; ++i) {
+        if (View(facility) == kFacilities[i]) out->facility = i;
+        if (View(level) == kLevels[i]) out->level = i;
+    }
+    return true;
+}
+
+// Text a driver starts its messages with. Found anywhere but where the message starts, it is a
+// quotation (a task or file name), not the driver speaking.
+constexpr std::array<std::string_view, 8> kDriverPrefixes = {
+    "NVRM:",          "nvidia-nvswitch", "mlx5_core",       "mlx5_ib",
+    "nvidia-peermem", "nvidia-uvm:",     "nvidia-modeset:", "NVSwitch:"};
+
+std::size_t FirstDriverText(std::string_view line, std::size_t from, std::size_t to) {
+    std::size_t best = std::string_view::npos;
+    std::string_view s = line.substr(0, std::min(to + 16, line.size()));
+    for (std::string_view p : kDriverPrefixes) {
+        const std::size_t at = s.find(p, from);
+        if (at < best && at < to) best = at;
+    }
+    return best;
+}
+
+void AddSpan(std::vector<Span>* out, std::size_t begin, std::size_t end) {
+    if (end > begin) out->emplace_back(begin, end);
+}
+
+}  // namespace
+
+std::optional<KmsgPrefix> ParseKmsgPrefix(std::string_view record) {
+    const std::size_t semi = record.find(';');
+    if (semi == std::string_view::npos || semi > 96) return std::nullopt;
+    std::string_view prefix = record.substr(0, semi);
+    std::uint64_t values[3] = {0, 0, 0};
+    for (std::uint64_t& v : values) {
+        const std::size_t comma = prefix.find(',');
+        if (comma == std::string_view::npos || !ParseUint(prefix.substr(0, comma), &v)) {
+            return std::nullopt;
+        }
+        prefix.remove_prefix(comma + 1);
+    }
+    if (values[0] > 1023) return std::nullopt;  // facility is 8 bits wide in printk's PRI
+    KmsgPrefix out;
+    out.facility = static_cast<int>(values[0] >> 3);
+    out.level = static_cast<int>(values[0] & 7);
+    out.seq = values[1];
+    out.usec = values[2];
+    out.message = semi + 1;
+    return out;
+}
+
+LogLine ParseLogLine(std::string_view line) {
+    LogLine out;
+    out.end = line.size();
+    if (out.end > 0 && line[out.end - 1] == '\r') --out.end;
+    std::size_t pos = SkipNoise(line, 0);
+    if (pos < line.size() && IsDigit(line[pos])) {
+        if (auto kmsg = ParseKmsgPrefix(line.substr(pos))) {
+            out.facility = kmsg->facility;
+            out.level = kmsg->level;
+            out.message = pos + kmsg->message;
+            out.origin = kmsg->facility == 0 ? LineOrigin::kKernel : LineOrigin::kProcess;
+            return out;
+        }
+    }
+    const std::size_t before_host = pos;
+    const bool pdsh = ConsumePdshHost(line, &pos, &out);
+    ConsumePri(line, &pos, &out);
+    ConsumeDmesgFacility(line, &pos, &out);
+    const bool stamped = ConsumeTimeHostTag(line, &pos, &out);
+    const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
+    const bool decoded = out.facility >= 0;
+    // "node1: NVRM: Xid ..." (pdsh over dmesg without times) names a host too; "NVRM: Xid ..."
+    // and "kernel: ..." do not.
+    const bool driver_next = FirstDriverText(line, pos, pos + 1) == pos && out.host != "kernel";
+    if (pdsh && !stamped && !dmesg && !decoded && !driver_next) {
+        out = LogLine{};
+        out.end = line.size() - (line.ends_with('\r') ? 1 : 0);
+        pos = before_host;
+    }
+    if (out.tag.empty() && line.substr(pos).starts_with("kernel: ")) {
+        out.tag = line.substr(pos, 6);
+        pos += 8;
+    }
+    if (!out.tag.empty() && !dmesg) ConsumeDmesgTime(line, &pos, &out);
+    out.message = SkipNoise(line, pos);
+    if (out.facility >= 0) {
+        out.origin = out.facility == 0 ? LineOrigin::kKernel : LineOrigin::kProcess;
+    } else if (!out.tag.empty()) {
+        out.origin = out.tag == "kernel" ? LineOrigin::kKernel : LineOrigin::kProcess;
+    } else if (dmesg && !stamped) {
+        out.origin = LineOrigin::kKernel;
+    }
+    return out;
+}
+
+std::vector<Span> UserNamedSpans(std::string_view message) {
+    std::vector<Span> out;
+    // "comm[pid]: segfault at ... in FILE[base+size]", "traps: comm[pid] trap ... in FILE[...]",
+    // "comm[pid] general protection fault ...": the task's name, then the file's.
+    static const RE2 kTask(R"(^(?:traps: )?(.*)\[\d+\]:? (?:segfault at|trap |general protection|)"
+                           R"(potentially unexpected fatal signal|bad frame in))",
+                           PatternOptions());
+    // The OOM killer and friends quote the task's name in parentheses or after task=.
+    static const RE2 kNamed(
+        R"((?:Killed process|reaped process|pid) \d+ \((.*)\)|^(.*) invoked oom-killer:|)"
+        R"(INFO: task (.*):\d+ blocked for|soft lockup - CPU#\d+ stuck for \d+s! \[(.*):\d+\]|)"
+        R"(PID: \d+ Comm: (.*?) (?:Not )?[Tt]ainted|process '(.*)' started with)",
+        PatternOptions());
+    re2::StringPiece m(message.data(), message.size());
+    re2::StringPiece task;
+    const auto offset = [&](const re2::StringPiece& p) {
+        return static_cast<std::size_t>(p.data() - message.data());
+    };
+    if (RE2::PartialMatch(m, kTask, &task)) {
+        AddSpan(&out, 0, task.size());
+        const std::size_t in = message.find(" in ", task.size());
+        if (in != std::string_view::npos) AddSpan(&out, in + 4, message.size());
+    }
+    re2::StringPiece groups[7];
+    if (kNamed.Match(m, 0, m.size(), RE2::UNANCHORED, groups, 7)) {
+        for (int g = 1; g < 7; ++g) {
+            if (groups[g].data() != nullptr) {
+                AddSpan(&out, offset(groups[g]), offset(groups[g]) + groups[g].size());
+            }
+        }
+    }
+    // "oom-kill:constraint=...,task_memcg=PATH,task=COMM,pid=..." and audit records: names and
+    // paths a user chose, all the way to the end.
+    for (std::string_view key : {std::string_view("oom-kill:"), std::string_view("audit")}) {
+        const std::size_t at = message.find(key);
+        if (at != std::string_view::npos && at < 32) AddSpan(&out, at + key.size(), message.size());
+    }
+    return out;
+}
+
+bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begin, std::size_t end,
+                  bool kernel_only) {
+    if (kernel_only && parsed.origin == LineOrigin::kProcess) return false;
+    const std::size_t message = std::min(parsed.message, line.size());
+    const std::size_t driver = FirstDriverText(line, message, std::max(end, begin + 1));
+    if (driver != std::string_view::npos &&
+        (driver != message || parsed.origin == LineOrigin::kProcess)) {
+        return false;
+    }
+    if (begin < message) return true;
+    const std::string_view text = line.substr(message, parsed.end - std::min(message, parsed.end));
+    for (const auto& [from, to] : UserNamedSpans(text)) {
+        if (begin - message >= from && begin - message < to) return false;
+    }
+    return true;
+}
+
+}  // namespace autoheal::diag

@@ -1,0 +1,199 @@
+// The line reader (autoheal/diag/log_line.h): prefixes parsed into typed records, and the
+// admission of a signature's match: driver text only where a kernel record's message starts,
+// never inside a name a user chose.
+#include "autoheal/diag/log_line.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "diag_test_util.h"
+
+namespace autoheal::diag::testing {
+namespace {
+
+std::string_view Message(std::string_view line, const LogLine& l) {
+    return line.substr(l.message, l.end - l.message);
+}
+
+TEST(LogLine, KmsgRecordCarriesFacilityAndLevel) {
+    const std::string line = "6,1234,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen";
+    LogLine l = ParseLogLine(line);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.facility, 0);
+    EXPECT_EQ(l.level, 6);
+    EXPECT_EQ(Message(line, l), "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen");
+    auto k = ParseKmsgPrefix("14,99,12,-;hello");  // facility 1 (user), level 6
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->facility, 1);
+    EXPECT_EQ(k->seq, 99u);
+    EXPECT_EQ(k->usec, 12u);
+    EXPECT_EQ(ParseLogLine("14,99,12,-;NVRM: Xid").origin, LineOrigin::kProcess);
+    EXPECT_FALSE(ParseKmsgPrefix("no prefix; here").has_value());
+    EXPECT_FALSE(ParseKmsgPrefix("1,2;short").has_value());
+}
+
+TEST(LogLine, SyslogAndJournaldNameHostAndTag) {
+    const std::string bsd = "Dec  1 10:00:00 node7 kernel: [ 12.5] NVRM: Xid 79";
+    LogLine l = ParseLogLine(bsd);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.host, "node7");
+    EXPECT_EQ(l.tag, "kernel");
+    EXPECT_EQ(l.time, "Dec  1 10:00:00");
+    EXPECT_EQ(Message(bsd, l), "NVRM: Xid 79");
+
+    const std::string logger = "Dec  1 10:00:00 node7 alice[4242]: NVRM: Xid 79";
+    l = ParseLogLine(logger);
+    EXPECT_EQ(l.origin, LineOrigin::kProcess);
+    EXPECT_EQ(l.tag, "alice");
+    EXPECT_EQ(Message(logger, l), "NVRM: Xid 79");
+
+    const std::string iso = "2026-12-01T10:00:00.123456+0000 node7 kernel: NVRM: Xid 79";
+    l = ParseLogLine(iso);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.host, "node7");
+    EXPECT_EQ(l.time, "2026-12-01T10:00:00.123456+0000");
+    EXPECT_EQ(Message(iso, l), "NVRM: Xid 79");
+
+    const std::string precise = "Dec 01 10:00:00.123456 node7 slurmd[99]: error: x";
+    l = ParseLogLine(precise);
+    EXPECT_EQ(l.tag, "slurmd");
+    EXPECT_EQ(Message(precise, l), "error: x");
+}
+
+TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
+    const std::string human = "[Tue Dec  1 10:00:00 2026] NVRM: Xid 79";
+    LogLine l = ParseLogLine(human);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.time, "Tue Dec  1 10:00:00 2026");
+    EXPECT_EQ(Message(human, l), "NVRM: Xid 79");
+
+    const std::string mono = "[12345.678901] [T4242] NVRM: Xid 79";
+    l = ParseLogLine(mono);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(mono, l), "NVRM: Xid 79");
+
+    const std::string pri = "<4>[  12.000000] mlx5_core 0000:17:00.0: Port: 1 Link DOWN";
+    l = ParseLogLine(pri);
+    EXPECT_EQ(l.facility, 0);
+    EXPECT_EQ(l.level, 4);
+    EXPECT_EQ(Message(pri, l), "mlx5_core 0000:17:00.0: Port: 1 Link DOWN");
+
+    const std::string plain = "2026-12-01 10:00:00,123 RuntimeError: boom";
+    l = ParseLogLine(plain);
+    EXPECT_EQ(l.origin, LineOrigin::kUnknown);
+    EXPECT_EQ(Message(plain, l), "RuntimeError: boom");
+}
+
+TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
+    const std::string quoted = ">  > \x1b[1;31m[ 5.0] NVRM: Xid 79\x1b[0m\r";
+    LogLine l = ParseLogLine(quoted);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(quoted, l), "NVRM: Xid 79\x1b[0m");
+
+    const std::string pdsh = "gpu-node-3: [ 5.0] NVRM: Xid 79";
+    l = ParseLogLine(pdsh);
+    EXPECT_EQ(l.host, "gpu-node-3");
+    EXPECT_EQ(Message(pdsh, l), "NVRM: Xid 79");
+
+    const std::string bare_pdsh = "gpu-node-3: NVRM: Xid 79";
+    l = ParseLogLine(bare_pdsh);
+    EXPECT_EQ(l.host, "gpu-node-3");
+    EXPECT_EQ(Message(bare_pdsh, l), "NVRM: Xid 79");
+
+    const std::string decoded = "kern  :err   : [  12.000000] NVRM: Xid 79";
+    l = ParseLogLine(decoded);
+    EXPECT_EQ(l.facility, 0);
+    EXPECT_EQ(l.level, 3);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(decoded, l), "NVRM: Xid 79");
+    EXPECT_EQ(ParseLogLine("user  :notice: [  12.0] NVRM: Xid 79").origin, LineOrigin::kProcess);
+    const std::string talos =
+        "192.168.11.119: kern: warning: [2026-04-22T21:26:20.599488292Z]: NVRM: Xid 74";
+    l = ParseLogLine(talos);
+    EXPECT_EQ(l.host, "192.168.11.119");
+    EXPECT_EQ(l.level, 4);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.time, "2026-04-22T21:26:20.599488292Z");
+    EXPECT_EQ(Message(talos, l), "NVRM: Xid 74");
+
+    // A word and a colon with no timestamp after it is the message, not a host.
+    const std::string bare = "NVRM: Xid (PCI:0000:3b:00): 79";
+    l = ParseLogLine(bare);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_EQ(l.message, 0u);
+    EXPECT_EQ(l.origin, LineOrigin::kUnknown);
+    const std::string tag = "kernel: NVRM: Xid 79";
+    l = ParseLogLine(tag);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(tag, l), "NVRM: Xid 79");
+}
+
+TEST(LogLine, UserNamedSpansCoverTaskAndFileNames) {
+    const std::string segv =
+        "x[4242]: segfault at 0 ip 0000000000401136 sp 00007ffd5d2c8e70 error 6 in NVRM: Xid "
+        "(PCI:0000:3b:00): 64, x[401000+1000]";
+    auto spans = UserNamedSpans(segv);
+    const std::size_t at = segv.find("NVRM");
+    bool covered = false;
+    for (auto [from, to] : spans) covered |= at >= from && at < to;
+    EXPECT_TRUE(covered);
+
+    const std::string oom = "Memory cgroup out of memory: Killed process 4242 (GPU is lost)";
+    spans = UserNamedSpans(oom);
+    ASSERT_FALSE(spans.empty());
+    EXPECT_EQ(oom.substr(spans[0].first, spans[0].second - spans[0].first), "GPU is lost");
+
+    const std::string hung = "INFO: task NVRM: Xid 79:4242 blocked for more than 120 seconds.";
+    spans = UserNamedSpans(hung);
+    ASSERT_FALSE(spans.empty());
+    EXPECT_EQ(hung.substr(spans[0].first, spans[0].second - spans[0].first), "NVRM: Xid 79");
+    EXPECT_TRUE(UserNamedSpans("NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x").empty());
+}
+
+bool Admits(const std::string& line, std::string_view needle, bool kernel_only = false) {
+    const std::size_t at = line.find(needle);
+    return IsAdmissible(line, ParseLogLine(line), at, at + needle.size(), kernel_only);
+}
+
+TEST(LogLine, DriverTextCountsOnlyWhereAKernelMessageStarts) {
+    EXPECT_TRUE(Admits("[1.0] NVRM: Xid (PCI:0000:3b:00): 79, x", "NVRM: Xid"));
+    EXPECT_TRUE(Admits("NVRM: Xid (PCI:0000:3b:00): 79, x", "NVRM: Xid"));
+    EXPECT_TRUE(Admits("6,1,2,-;NVRM: Xid 79", "NVRM: Xid", true));
+    // Quoted inside a segfault line, written by a program, or past the message start.
+    EXPECT_FALSE(Admits("[1.0] x[42]: segfault at 0 ip 1 sp 2 error 6 in NVRM: Xid 64, x[1+2]",
+                        "NVRM: Xid"));
+    EXPECT_FALSE(Admits("Dec  1 10:00:00 n1 alice: NVRM: Xid 79", "NVRM: Xid"));
+    EXPECT_FALSE(Admits("14,1,2,-;NVRM: Xid 79", "NVRM: Xid"));
+    EXPECT_FALSE(Admits("[1.0] hello NVRM: Xid 79", "Xid 79"));
+    // In a kernel log, another program's record is never evidence.
+    EXPECT_FALSE(Admits("Dec  1 10:00:00 n1 alice: GPU is lost", "GPU is lost", true));
+    EXPECT_TRUE(Admits("Dec  1 10:00:00 n1 alice: GPU is lost", "GPU is lost", false));
+    EXPECT_FALSE(
+        Admits("Memory cgroup out of memory: Killed process 4242 (GPU is lost)", "GPU is lost"));
+}
+
+// The two forged lines of issue 12 point 4, through the shipped rules.
+TEST(LogLine, ForgedKernelLinesPlanNoNodeAction) {
+    Diagnosis d = Classify(
+        "[12345.678901] x[4242]: segfault at 0 ip 0000000000401136 sp 00007ffd5d2c8e70 error 6 "
+        "in NVRM: Xid (PCI:0000:3b:00): 64, x[401000+1000]\n");
+    EXPECT_TRUE(d.actions.empty()) << d.rule;
+    EXPECT_NE(d.cause, "gpu_hbm_memory");
+    d = Classify("Memory cgroup out of memory: Killed process 4242 (GPU is lost)\n");
+    EXPECT_TRUE(d.actions.empty()) << d.rule;
+    EXPECT_NE(d.cause, "faulty_gpu");
+    d = Classify(
+        "Dec  1 10:00:00 node7 alice: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, "
+        "GPU has fallen off the bus.\n");
+    EXPECT_TRUE(d.actions.empty()) << d.rule;
+    // The driver's own records still do.
+    d = Classify(
+        "Dec  1 10:00:00 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+        "name=x, GPU has fallen off the bus.\n");
+    EXPECT_EQ(d.cause, "faulty_gpu");
+    EXPECT_FALSE(d.actions.empty());
+}
+
+}  // namespace
+}  // namespace autoheal::diag::testing
