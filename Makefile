@@ -23,7 +23,7 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint catalog fuzz test-asan clean
+.PHONY: all deps configure build test unit-test integration-test e2e demo bench install deb lint catalog xid-rules fuzz test-asan clean
 
 all: build
 
@@ -73,6 +73,10 @@ lint: configure
 
 catalog: build
 	@scripts/gen_catalog.py --cli $(BUILD)/bin/autoheal
+
+# etc/rules.d/11-xid-catalog.yaml from NVIDIA's Xid catalog as data (shared/data/xid_catalog.jsonl).
+xid-rules:
+	@scripts/gen_xid_rules.py ../shared/data/xid_catalog.jsonl etc/rules.d/11-xid-catalog.yaml
 
 # Its own build folder (build-fuzz/), so the gcc build above is untouched.
 fuzz: deps

@@ -18,10 +18,11 @@ namespace autoheal::cli {
 namespace {
 
 constexpr const char* kClassifyUsage =
-    "usage: autoheal classify [--json] [--node NAME] [--job ID] [--history FILE]\n"
+    "usage: autoheal classify [--json] [--explain] [--node NAME] [--job ID] [--history FILE]\n"
     "                         [--rules PATH]... [--threads N] [FILE... | -]\n"
     "  Reads the logs (standard input when none or '-'), names the interruption cause, the\n"
-    "  culprit and the plan. --history: JSON lines of earlier incidents\n"
+    "  culprit and the plan. --explain: every rule that fired, its evidence lines and the\n"
+    "  documentation the rule comes from. --history: JSON lines of earlier incidents\n"
     "  {\"time\": EPOCH_SECONDS, \"node\":..., \"gpu\":..., \"rule\":..., \"job\":...} for "
     "escalation.\n"
     "  --threads N: scanning threads for inputs over 2 MiB (default: one per core, at most 4)\n";
@@ -62,7 +63,8 @@ std::optional<std::vector<diag::HistoryRecord>> ReadHistory(const std::string& p
     return records;
 }
 
-nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
+nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set,
+                      const diag::RuleSet& rules) {
     nlohmann::json j;
     j["cause"] = d.cause;
     j["actions"] = d.actions;
@@ -71,6 +73,8 @@ nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
     culprit["node"] = d.culprit.node.empty() ? nlohmann::json() : nlohmann::json(d.culprit.node);
     culprit["gpu"] = d.culprit.gpu.empty() ? nlohmann::json() : nlohmann::json(d.culprit.gpu);
     culprit["rank"] = d.culprit.rank ? nlohmann::json(*d.culprit.rank) : nlohmann::json();
+    culprit["gpu_index"] =
+        d.culprit.gpu_index ? nlohmann::json(*d.culprit.gpu_index) : nlohmann::json();
     j["culprit"] = culprit;
     j["rule"] = d.rule.empty() ? nlohmann::json() : nlohmann::json(d.rule);
     j["evidence"] = nlohmann::json::array();
@@ -83,13 +87,42 @@ nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
     if (!d.escalation.empty()) j["escalation"] = d.escalation;
     j["findings"] = nlohmann::json::array();
     for (const diag::Finding& f : d.findings) {
-        j["findings"].push_back({{"rule", f.rule},
-                                 {"cause", f.cause},
-                                 {"priority", f.priority},
-                                 {"suppressed", f.suppressed}});
+        nlohmann::json finding{{"rule", f.rule},
+                               {"cause", f.cause},
+                               {"priority", f.priority},
+                               {"suppressed", f.suppressed}};
+        const diag::Rule* rule = rules.FindRule(f.rule);
+        if (rule != nullptr && !rule->doc.empty()) finding["doc"] = rule->doc;
+        finding["lines"] = nlohmann::json::array();
+        for (const diag::Evidence& e : f.evidence) finding["lines"].push_back(e.line);
+        j["findings"].push_back(std::move(finding));
     }
     j["lines"] = set.lines;
     return j;
+}
+
+// --explain: each rule that fired, why (its desc), where it comes from (its doc) and the
+// evidence lines it fired on.
+void PrintExplanation(const diag::Diagnosis& d, const diag::EvidenceSet& set,
+                      const diag::RuleSet& rules) {
+    std::printf("explanation:\n");
+    for (std::size_t i = 0; i < d.findings.size(); ++i) {
+        const diag::Finding& f = d.findings[i];
+        const diag::Rule* rule = rules.FindRule(f.rule);
+        std::printf("  %s %s -> %s (priority %d)%s\n", i == 0 ? "*" : "-", f.rule.c_str(),
+                    f.cause.c_str(), f.priority,
+                    f.suppressed ? ", suppressed" : (i == 0 ? ", the cause" : ""));
+        if (rule != nullptr && !rule->desc.empty()) {
+            std::printf("      why:  %s\n", rule->desc.c_str());
+        }
+        std::printf("      from: %s\n", rule != nullptr && !rule->doc.empty()
+                                             ? rule->doc.c_str()
+                                             : "(the rule cites no documentation)");
+        for (const diag::Evidence& e : f.evidence) {
+            std::printf("      %s:%zu  [%s]  %s\n", set.sources[e.source].c_str(), e.line,
+                        e.signature.c_str(), e.text.c_str());
+        }
+    }
 }
 
 void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
@@ -105,6 +138,7 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
     if (!d.culprit.node.empty()) culprit += "node=" + d.culprit.node + " ";
     if (!d.culprit.gpu.empty()) culprit += "gpu=" + d.culprit.gpu + " ";
     if (d.culprit.rank) culprit += "rank=" + std::to_string(*d.culprit.rank) + " ";
+    if (d.culprit.gpu_index) culprit += "gpu_index=" + std::to_string(*d.culprit.gpu_index) + " ";
     std::printf("culprit:    %s\n", culprit.empty() ? "not identified" : culprit.c_str());
     if (d.rule.empty()) {
         std::printf("rule:       none matched (%llu lines read)\n",
@@ -132,6 +166,7 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
 
 int Classify(const std::vector<std::string>& args) {
     bool json = false;
+    bool explain = false;
     diag::ScanLimits limits;
     diag::DiagnoseOptions options;
     std::vector<std::string> rule_paths;
@@ -149,6 +184,8 @@ int Classify(const std::vector<std::string>& args) {
         };
         if (a == "--json") {
             json = true;
+        } else if (a == "--explain") {
+            explain = true;
         } else if (a == "--threads") {
             auto v = value("--threads");
             if (!v) return 2;
@@ -210,9 +247,10 @@ int Classify(const std::vector<std::string>& args) {
     diag::Analyze(&set);
     diag::Diagnosis d = diag::Diagnose(*rules, set, options);
     if (json) {
-        std::printf("%s\n", ToJson(d, set).dump().c_str());
+        std::printf("%s\n", ToJson(d, set, *rules).dump().c_str());
     } else {
         PrintText(d, set);
+        if (explain && !d.findings.empty()) PrintExplanation(d, set, *rules);
     }
     return 0;
 }

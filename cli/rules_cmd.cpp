@@ -163,6 +163,7 @@ int Explain(const std::vector<std::string>& args) {
             found = true;
             std::printf("rule %s (%s:%d)\n", r->name.c_str(), r->where.file.c_str(), r->where.line);
             if (!r->desc.empty()) std::printf("  %s\n", r->desc.c_str());
+            if (!r->doc.empty()) std::printf("  from: %s\n", r->doc.c_str());
             std::printf("  cause: %s\n", r->cause.c_str());
             std::string plan;
             for (const auto& a : r->actions) plan += (plan.empty() ? "" : ", ") + a;

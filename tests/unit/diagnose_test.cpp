@@ -186,10 +186,10 @@ TEST(Diagnose, NvlinkRegistersAreDecodedPerTheCatalog) {
         " 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n";
     Diagnosis reset = Classify(prefix + "0x025001c6" + rest, {}, &set);
     EXPECT_EQ(set.items[0].Field("subcode"), "37");
-    EXPECT_EQ(reset.rule, "xid-nvlink");
+    EXPECT_EQ(reset.rule, "xid-149-nvlink5-reset-gpu");
     EXPECT_THAT(reset.actions, ElementsAre("reset_gpu"));
     Diagnosis ignore = Classify(prefix + "0x026001c6" + rest);
-    EXPECT_EQ(ignore.rule, "xid-nvlink5-ignorable");
+    EXPECT_EQ(ignore.rule, "xid-149-nvlink5-ignore");
     EXPECT_TRUE(ignore.actions.empty());
     EXPECT_FALSE(ignore.requeue);
 }

@@ -214,6 +214,30 @@ void AnalyzeNccl(EvidenceSet* set) {
     }
 }
 
+// "Xid 45 ... caused by previous Xid 149": the earlier Xid is the root, on the same GPU, even
+// when its own line is not in the excerpt. It becomes an xid item of its own (role=root) so
+// that the rules of the root Xid decide, and the later Xid is not read as a cause alone.
+void AnalyzeCausedBy(EvidenceSet* set) {
+    std::vector<Evidence> derived;
+    for (const Evidence& e : set->items) {
+        if (e.signature != "context-xid-caused-by") continue;
+        auto root = e.Field("root_xid");
+        if (!root) continue;
+        Evidence d = Derived("xid", e,
+                             "Xid " + std::string(*root) + " (named as the cause of Xid " +
+                                 std::string(e.Field("xid").value_or("?")) + ")");
+        d.SetField("xid", std::string(*root));
+        if (auto pci = e.Field("pci")) d.SetField("pci", NormalizePci(*pci));
+        if (auto host = e.Field("host")) d.SetField("host", std::string(*host));
+        d.SetField("role", "root");
+        derived.push_back(std::move(d));
+    }
+    for (Evidence& d : derived) {
+        set->counts.emplace_back(d.signature, 1);
+        set->items.push_back(std::move(d));
+    }
+}
+
 }  // namespace
 
 void Analyze(EvidenceSet* set) {
@@ -236,6 +260,7 @@ void Analyze(EvidenceSet* set) {
             }
         }
     }
+    AnalyzeCausedBy(set);
     AnalyzeNccl(set);
 }
 

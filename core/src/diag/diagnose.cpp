@@ -75,6 +75,26 @@ std::string FirstField(const std::vector<const Evidence*>& evidence,
     return "";
 }
 
+// A field of the first `signature` item in input `source` (context the winning lines do not
+// carry themselves: the shell prompt of a pasted session, the device a library names).
+std::string ContextField(const EvidenceSet& set, std::string_view signature,
+                         std::string_view field, std::size_t source) {
+    for (const Evidence& e : set.items) {
+        if (e.signature != signature || e.source != source) continue;
+        if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);
+    }
+    return "";
+}
+
+// A field's value as a number when it is only digits (at most 8), else none.
+std::optional<int> SmallNumber(const std::string& text) {
+    if (text.empty() || text.size() > 8 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return std::nullopt;
+    }
+    return std::stoi(text);
+}
+
 void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis* d) {
     for (const Escalation& step : rule.escalate) {
         const std::string& key = step.per == "gpu" ? d->culprit.gpu : d->culprit.node;
@@ -184,13 +204,20 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         }
     }
     d.culprit.node = options.node;
-    if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"host"});
+    if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"host", "node"});
     d.culprit.gpu = FirstField(evidence, {"pci", "bdf", "gpu"});
-    std::string rank = FirstField(winner->evidence, {"rank", "grank"});
-    if (!rank.empty() && rank.size() < 9 &&
-        std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        d.culprit.rank = std::stoi(rank);
+    d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
+    const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
+    if (d.culprit.node.empty()) {
+        d.culprit.node = ContextField(set, "context-shell-prompt", "prompt_host", source);
     }
+    const CauseInfo* info = FindCause(d.cause);
+    if (info != nullptr && info->category == Category::kGpu && d.culprit.gpu.empty() &&
+        !d.culprit.gpu_index) {
+        d.culprit.gpu_index =
+            SmallNumber(ContextField(set, "context-gpu-index", "gpu_index", source));
+    }
+    d.culprit.rank = SmallNumber(FirstField(winner->evidence, {"rank", "grank"}));
     ApplyEscalation(rule, options, &d);
     d.actions = NormalizePlan(std::move(d.actions));
     std::sort(evidence.begin(), evidence.end(), [](const Evidence* a, const Evidence* b) {
@@ -202,12 +229,22 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         if (d.evidence.size() == kMaxEvidence) break;
         d.evidence.push_back(*e);
     }
-    d.findings.push_back(
-        Finding{rule.name, rule.cause, rule.priority, false, rule.contributes_actions});
+    // Each finding keeps its first lines, for `classify --explain`.
+    auto first_lines = [](const std::vector<const Evidence*>& ev) {
+        constexpr std::size_t kPerFinding = 3;
+        std::vector<Evidence> out;
+        for (const Evidence* e : ev) {
+            if (out.size() == kPerFinding) break;
+            out.push_back(*e);
+        }
+        return out;
+    };
+    d.findings.push_back(Finding{rule.name, rule.cause, rule.priority, false,
+                                 rule.contributes_actions, first_lines(winner->evidence)});
     for (const Fired& f : fired) {
         if (&f == winner) continue;
         d.findings.push_back(Finding{f.rule->name, f.rule->cause, f.rule->priority, f.suppressed,
-                                     f.rule->contributes_actions});
+                                     f.rule->contributes_actions, first_lines(f.evidence)});
     }
     return d;
 }

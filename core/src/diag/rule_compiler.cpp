@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "autoheal/core/duration.h"
@@ -69,6 +70,10 @@ class Compiler {
     bool CheckCause(const ItemInfo& item, const YAML::Node& node);
     bool CheckExample(const ItemInfo& item, const YAML::Node& node, const Rule& rule);
     std::optional<Evidence> ExampleItem(const ItemInfo& item, const YAML::Node& node);
+    // What the rule's own signatures find on an example log line (the scanner's reading).
+    void ScanExampleLine(const Condition& match, const std::string& line, std::size_t line_no,
+                         EvidenceSet* set);
+    const RE2* Pattern(const std::string& signature);
     // Reads a true/false value; reports `key: expected true or false` otherwise.
     bool Bool(const ItemInfo& item, const YAML::Node& node, const std::string& key, bool* out);
 
@@ -76,6 +81,7 @@ class Compiler {
     Reporter& report_;
     RuleSet set_;
     std::map<std::string, SignatureFields> signatures_;
+    std::map<std::string, std::unique_ptr<RE2>> patterns_;  // compiled for example lines
     std::map<std::string, std::vector<std::string>> lists_;
     std::map<std::string, const ItemInfo*> list_items_;
     std::set<std::string> used_lists_;
@@ -486,17 +492,56 @@ std::optional<Evidence> Compiler::ExampleItem(const ItemInfo& item, const YAML::
     return e;
 }
 
-// The rule's example items must make it fire: its match holds on them and its unless does not.
+const RE2* Compiler::Pattern(const std::string& signature) {
+    auto cached = patterns_.find(signature);
+    if (cached != patterns_.end()) return cached->second.get();
+    const SignatureDef* def = set_.FindSignature(signature);
+    if (def == nullptr) return nullptr;
+    auto re = std::make_unique<RE2>(def->regex, PatternOptions());
+    return patterns_.emplace(signature, std::move(re)).first->second.get();
+}
+
+void Compiler::ScanExampleLine(const Condition& match, const std::string& line,
+                               std::size_t line_no, EvidenceSet* set) {
+    if (match.kind != Condition::Kind::kLeaf) {
+        for (const Condition& c : match.children) ScanExampleLine(c, line, line_no, set);
+        return;
+    }
+    for (const Evidence& e : set->items) {
+        if (e.signature == match.signature && e.line == line_no) return;  // already read
+    }
+    const RE2* re = Pattern(match.signature);
+    if (re == nullptr) return;  // a built-in kind: an example line cannot show it
+    Evidence e;
+    e.signature = match.signature;
+    e.line = line_no;
+    e.text = line;
+    if (!MatchFields(*re, line, &e.fields)) return;
+    AddEvidence(set, "example", std::move(e));
+}
+
+// The rule's example must make it fire: its match holds on it and its unless does not. An
+// example is items of built-in kinds, or log lines read by the signatures the rule names (and
+// then analyzed, as `classify` does).
 bool Compiler::CheckExample(const ItemInfo& item, const YAML::Node& node, const Rule& rule) {
     EvidenceSet set;
     const bool list = node.IsSequence() && node.size() > 0;
     const std::size_t n = list ? node.size() : 1;
+    bool lines = false;
     for (std::size_t i = 0; i < n; ++i) {
-        auto e = ExampleItem(item, list ? node[i] : node);
+        const YAML::Node one = list ? node[i] : node;
+        if (one.IsScalar()) {
+            lines = true;
+            ScanExampleLine(rule.match, one.Scalar(), i + 1, &set);
+            if (rule.unless) ScanExampleLine(*rule.unless, one.Scalar(), i + 1, &set);
+            continue;
+        }
+        auto e = ExampleItem(item, one);
         if (!e) return false;
         e->line = i + 1;
         AddEvidence(&set, "example", std::move(*e));
     }
+    if (lines) Analyze(&set);
     if (!ConditionHolds(rule.match, set) || (rule.unless && ConditionHolds(*rule.unless, set))) {
         Error(item, node, "LOAD_ERR_EXAMPLE_MISMATCH",
               "the rule does not fire on its example (match does not hold, or unless does)");
@@ -510,6 +555,7 @@ void Compiler::CompileRule(const ItemInfo& item) {
     rule.name = item.name;
     rule.where = item.where;
     rule.desc = Scalar(item, "desc").value_or("");
+    rule.doc = Scalar(item, "doc").value_or("");
     bool ok = true;
     auto match = item.keys.find("match");
     auto cause = item.keys.find("cause");

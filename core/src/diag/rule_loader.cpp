@@ -85,7 +85,7 @@ const std::vector<DerivedFields>& AnalyzerFields() {
         // Xid 74 (Hopper NVLink): nvlink_class from the first register's bits, per the
         // catalog's WORKFLOW_NVLINK_ERR. Xid 144-150 (NVLink5): subcode = IntrInfo bits 20-25,
         // error_status = the second register.
-        {"xid", {"registers", "nvlink_class", "subcode", "error_status"}},
+        {"xid", {"registers", "nvlink_class", "subcode", "error_status", "role"}},
     };
     return kFields;
 }

@@ -39,6 +39,7 @@ struct Culprit {
     std::string node;
     std::string gpu;  // PCI bus id, 0000:3b:00.0
     std::optional<int> rank;
+    std::optional<int> gpu_index;  // where the evidence names the GPU only by index (GPU4)
 };
 
 struct Finding {
@@ -47,6 +48,7 @@ struct Finding {
     int priority = 0;
     bool suppressed = false;
     bool contributes_actions = false;
+    std::vector<Evidence> evidence;  // its first lines (at most 3), for `classify --explain`
 };
 
 struct Diagnosis {

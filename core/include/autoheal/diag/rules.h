@@ -22,8 +22,10 @@
 //     contributes_actions: true   its actions join the winning plan (e.g. Xid 154 advice)
 //     escalate: [{when: {repeats: N, within: 30d, per: gpu|node, distinct: job},
 //                 cause: ..., actions: [...], requeue: ...}]
-//     example: {signature: KIND, FIELD: VALUE...} | [...]   optional: items of built-in kinds
-//                            on which `match` must hold and `unless` must not (checked at load)
+//     doc: '...'             optional: the documentation the rule comes from
+//     example: 'LINE' | {signature: KIND, FIELD: VALUE...} | [...]   optional: log lines (read
+//                            by the rule's signatures, then analyzed) and/or items of built-in
+//                            kinds on which `match` must hold and `unless` must not (at load)
 //   Any item may say `enabled: false`; a later file may redefine an item by name, or change
 //   some of its keys with `override: {KEY: replace|append}`.
 // CONDITION: {signature: NAME, where: {FIELD: VALUE | [VALUES] | {list: NAME} | {not: ...}},
@@ -100,6 +102,7 @@ struct SignatureDef {
 struct Rule {
     std::string name;
     std::string desc;
+    std::string doc;  // the documentation the rule comes from (`classify --explain`)
     Condition match;
     std::optional<Condition> unless;
     std::string cause;
