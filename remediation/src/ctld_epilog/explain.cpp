@@ -86,11 +86,16 @@ std::vector<std::string> AwaitNodeResults(const CtldEnv& env,
     return done;
 }
 
-void Finish(const CtldEnv& env) {
+void Finish(const CtldEnv& env, bool deliver_tickets) {
     // Tickets that are due (this job's and earlier ones that could not be delivered).
-    auto delivered = DeliverDueTickets(env.store, env.tickets, env.clock.Now(), 50, 10.0);
-    if (delivered) {
-        for (const std::string& e : delivered->errors) spdlog::warn("autoheal: tickets: {}", e);
+    if (deliver_tickets) {
+        auto delivered = DeliverDueTickets(env.store, env.tickets, env.clock.Now(), 50,
+                                           env.ticket_budget_seconds);
+        if (delivered) {
+            for (const std::string& e : delivered->errors) {
+                spdlog::warn("autoheal: tickets: {}", e);
+            }
+        }
     }
     // Metrics last: deliveries matter more.
     if (env.rc.metrics_dir.empty()) return;
