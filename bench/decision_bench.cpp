@@ -221,7 +221,7 @@ std::unique_ptr<Scenario> MakeScenario(int n, const diag::RuleSet& rules,
         h.push_back({kNow - 3 * std::int64_t{86400}, node, Pci((i + 3) % 8) + ".0",
                      "nvml-ecc-corrected", "gpu_ecc_corrected", std::to_string(3000 + i)});
         in.history.emplace_back(node, std::move(h));
-        in.unexplained_failures.emplace_back(node, i % 5 == 0 ? 1 : 0);
+        in.unexplained_failures.push_back({node, i % 5 == 0 ? 1 : 0, {"1000"}});
     }
     // Recent incidents cluster-wide (the correlation window): a link flap elsewhere.
     in.cluster.recent.push_back({kNow - 120, NodeName(std::min(n - 1, ib_first + 5)), "",

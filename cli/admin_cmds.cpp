@@ -182,7 +182,7 @@ int Status(const std::vector<std::string>& argv) {
     }
     auto tickets = s->store->Tickets(false);
     std::vector<TicketRow> all_tickets = tickets ? *tickets : std::vector<TicketRow>{};
-    const int taken = remediation::NodesTakenOut(*nodes, now - s->rc.breaker.window_seconds);
+    const int taken = remediation::NodesTakenOut(*nodes);
     const int limit = remediation::BreakerLimit(s->rc.breaker, static_cast<int>(nodes->size()));
     const bool open = taken >= limit;
     std::vector<QuarantinedNode> quarantine;
@@ -220,23 +220,19 @@ int Status(const std::vector<std::string>& argv) {
         for (const QuarantinedNode& n : quarantine) {
             q.push_back({{"node", n.node}, {"until", n.until}, {"reason", n.reason}});
         }
-        PrintJson({{"held", held},
-                   {"breaker",
-                    {{"open", open},
-                     {"taken_out", taken},
-                     {"limit", limit},
-                     {"window_seconds", s->rc.breaker.window_seconds},
-                     {"nodes", nodes->size()}}},
-                   {"quarantine", q},
-                   {"tickets_undelivered", undelivered},
-                   {"dry_run", s->rc.dry_run}});
+        PrintJson(
+            {{"held", held},
+             {"breaker",
+              {{"open", open}, {"taken_out", taken}, {"limit", limit}, {"nodes", nodes->size()}}},
+             {"quarantine", q},
+             {"tickets_undelivered", undelivered},
+             {"dry_run", s->rc.dry_run}});
         return 0;
     }
     if (s->rc.dry_run)
         std::printf("mode: DRY-RUN (remediation.dry_run: actions are only logged)\n");
-    std::printf("breaker: %s (%d of %d nodes taken out within %s; cluster of %zu)\n",
-                open ? "OPEN: new node actions are held" : "closed", taken, limit,
-                FormatDuration(s->rc.breaker.window_seconds).c_str(), nodes->size());
+    std::printf("breaker: %s (%d of %d nodes held out of service by autoheal; cluster of %zu)\n",
+                open ? "OPEN: new node actions are held" : "closed", taken, limit, nodes->size());
     std::printf("held by autoheal: %zu node(s)\n", held.size());
     if (!table.empty()) table.Print(stdout);
     if (!quarantine.empty()) {

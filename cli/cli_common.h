@@ -26,6 +26,8 @@ std::optional<Config> LoadConfigOrComplain(const char* command);
 
 // The incident store under the config's state_dir, or nullptr after saying why. Only commands
 // that record something (`create`) make a store where none is: the others say where to look.
+// Run as root, the files this process made (the store, its -wal and -shm) are handed to
+// state_dir's owner, so `autoheal resume` never leaves a store the controller cannot write.
 std::unique_ptr<remediation::IncidentStore> OpenStoreOrComplain(const char* command,
                                                                 const Config& config,
                                                                 bool create = false);

@@ -125,19 +125,23 @@ int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx)
     rem::SlurmAdapter slurm(rc.slurm_conf);
     // The breaker: past the limit of nodes autoheal may hold out of service, a failed check
     // alerts instead of draining one more node (exiting non-zero would make Slurm drain it).
-    if (auto nodes = slurm.ListNodes()) {
-        const int out = rem::NodesTakenOut(
-            *nodes, static_cast<std::int64_t>(std::time(nullptr)) - rc.breaker.window_seconds);
-        const int limit = rem::BreakerLimit(rc.breaker, static_cast<int>(nodes->size()));
-        if (out + 1 > limit) {
-            spdlog::error(
-                "autoheal: ALERT: breaker open: {} of {} nodes already taken out by autoheal "
-                "(limit {}); node={} not drained, job={} allowed to start: {}",
-                out, nodes->size(), limit, ctx.node, ctx.job_id, reason);
-            return 0;
-        }
-    } else {
-        spdlog::error("autoheal: prolog: {}", nodes.error());
+    // Unreadable node states: how many autoheal holds is unknown, so it takes no node out.
+    auto nodes = slurm.ListNodes();
+    if (!nodes) {
+        spdlog::error(
+            "autoheal: ALERT: breaker open: node states unreadable ({}); node={} not drained, "
+            "job={} allowed to start: {}",
+            nodes.error(), ctx.node, ctx.job_id, reason);
+        return 0;
+    }
+    const int out = rem::NodesTakenOut(*nodes);
+    const int limit = rem::BreakerLimit(rc.breaker, static_cast<int>(nodes->size()));
+    if (out + 1 > limit) {
+        spdlog::error(
+            "autoheal: ALERT: breaker open: {} of {} nodes already taken out by autoheal "
+            "(limit {}); node={} not drained, job={} allowed to start: {}",
+            out, nodes->size(), limit, ctx.node, ctx.job_id, reason);
+        return 0;
     }
     auto drained = slurm.Drain(ctx.node, reason);
     if (!drained) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -277,6 +278,38 @@ void Lexer::Quoted(std::string_view v, Entry& e) {
 }
 
 // Reads what the job_submit plugin needs from the entries.
+// A plain decimal whole number of at most 9 digits ("0", "16"; no sign, no leading zero).
+std::optional<long long> ScanWholeNumber(const std::string& v) {
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos ||
+        (v.size() > 1 && v[0] == '0')) {
+        return std::nullopt;
+    }
+    return std::stoll(v);
+}
+
+// A decimal number from 0 to 1 ("0.1", "1", ".25"): digits and at most one '.', read by hand
+// (std::from_chars and strtod would bring libm or the locale into the plugin).
+std::optional<double> ScanFraction(const std::string& v) {
+    if (v.empty() || v.size() > 15 || v.find_first_not_of("0123456789.") != std::string::npos ||
+        std::count(v.begin(), v.end(), '.') > 1 || v == ".") {
+        return std::nullopt;
+    }
+    long long digits = 0;
+    long long scale = 1;
+    bool after_point = false;
+    for (char c : v) {
+        if (c == '.') {
+            after_point = true;
+            continue;
+        }
+        digits = digits * 10 + (c - '0');
+        if (after_point) scale *= 10;
+    }
+    const double f = static_cast<double>(digits) / static_cast<double>(scale);
+    if (f > 1) return std::nullopt;
+    return f;
+}
+
 class SubmitSettingsReader {
   public:
     explicit SubmitSettingsReader(std::string_view source) : source_(source) {}
@@ -335,7 +368,9 @@ Result<bool> SubmitSettingsReader::Top(const Entry& e) {
 Result<bool> SubmitSettingsReader::Child(const std::string& section, const Entry& e) {
     const std::string name = section + "." + e.key;
     const bool read = name == "policy.max_auto_resume" || name == "policy.quarantine_file" ||
-                      name == "health.allow_off";
+                      name == "policy.quarantine_max_nodes" ||
+                      name == "policy.quarantine_max_fraction" ||
+                      name == "policy.quarantine_max_hours" || name == "health.allow_off";
     if (!read) {
         if (section == "health") return true;  // health/ reads the rest
         return At(e, e.key_column, "unknown setting '" + name + "'");
@@ -350,6 +385,22 @@ Result<bool> SubmitSettingsReader::Child(const std::string& section, const Entry
                             (v.size() == 1 || v[0] != '0');
         if (!digits || std::stoi(v) > 100) return Bad(e, name, "a whole number from 0 to 100");
         out_.policy.max_auto_resume = std::stoi(v);
+    } else if (name == "policy.quarantine_max_nodes" || name == "policy.quarantine_max_hours") {
+        const bool nodes = name == "policy.quarantine_max_nodes";
+        const long long low = nodes ? 0 : 1;
+        const long long high = nodes ? 100000 : 8760;
+        const auto n = scalar ? ScanWholeNumber(v) : std::nullopt;
+        if (!n || *n < low || *n > high) {
+            return Bad(
+                e, name,
+                "a whole number from " + std::to_string(low) + " to " + std::to_string(high));
+        }
+        (nodes ? out_.policy.quarantine_max_nodes : out_.policy.quarantine_max_hours) =
+            static_cast<int>(*n);
+    } else if (name == "policy.quarantine_max_fraction") {
+        const auto f = scalar ? ScanFraction(v) : std::nullopt;
+        if (!f) return Bad(e, name, "a number from 0 to 1");
+        out_.policy.quarantine_max_fraction = *f;
     } else if (name == "policy.quarantine_file") {
         if (!scalar || v.empty() || v.front() != '/') return Bad(e, name, "an absolute path");
         out_.policy.quarantine_file = v;

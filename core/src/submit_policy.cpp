@@ -86,7 +86,34 @@ SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
     policy.max_auto_resume = settings.policy.max_auto_resume;
     policy.allow_health_off = settings.allow_health_off;
     policy.quarantine = std::move(quarantine);
+    policy.quarantine_max_nodes = settings.policy.quarantine_max_nodes;
+    policy.quarantine_max_fraction = settings.policy.quarantine_max_fraction;
+    policy.quarantine_max_seconds = std::int64_t{settings.policy.quarantine_max_hours} * 3600;
     return policy;
+}
+
+int QuarantineLimit(const SubmitPolicy& policy, int cluster_nodes) {
+    if (cluster_nodes <= 0) return policy.quarantine_max_nodes;
+    // Truncation is floor here (both factors are >= 0); no std::floor: the plugin links no libm.
+    const int by_fraction = static_cast<int>(policy.quarantine_max_fraction * cluster_nodes + 1e-9);
+    // At least one, as the breaker: a small cluster can still avoid its one broken node.
+    return std::min(policy.quarantine_max_nodes, std::max(1, by_fraction));
+}
+
+std::vector<QuarantinedNode> ActiveQuarantine(const SubmitPolicy& policy,
+                                              const SubmitContext& context, std::int64_t now) {
+    std::vector<QuarantinedNode> active;
+    const std::size_t limit =
+        static_cast<std::size_t>(std::max(0, QuarantineLimit(policy, context.cluster_nodes)));
+    for (const QuarantinedNode& q : policy.quarantine) {
+        if (active.size() >= limit) break;
+        if (q.until <= now || q.until - now > policy.quarantine_max_seconds) continue;
+        if (context.is_known_node && !context.is_known_node(q.node)) continue;
+        const bool seen = std::any_of(active.begin(), active.end(),
+                                      [&](const QuarantinedNode& a) { return a.node == q.node; });
+        if (!seen) active.push_back(q);
+    }
+    return active;
 }
 
 SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& policy,
@@ -111,13 +138,9 @@ SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& pol
         decision.force_requeue = true;
         notes.push_back("auto_resume=" + std::to_string(*options.auto_resume) + ": requeue=1");
     }
-    for (const QuarantinedNode& q : policy.quarantine) {
-        if (q.until <= now) continue;
+    for (const QuarantinedNode& q : ActiveQuarantine(policy, context, now)) {
         // A job that names the node asked for it: excluding it would make the job unrunnable.
-        if (Contains(context.req_nodes, q.node) || Contains(context.exc_nodes, q.node) ||
-            Contains(decision.exclude, q.node)) {
-            continue;
-        }
+        if (Contains(context.req_nodes, q.node) || Contains(context.exc_nodes, q.node)) continue;
         decision.exclude.push_back(q.node);
     }
     if (!decision.exclude.empty()) {

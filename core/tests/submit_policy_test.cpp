@@ -104,6 +104,54 @@ TEST(DecideOnSubmit, RequestedOrAlreadyExcludedNodesAreNotAdded) {
                 ElementsAre("node1"));
 }
 
+// One name slurmctld does not know in exc_nodes fails every submission ("Invalid node name
+// specified"): such entries are dropped, and the known ones still apply.
+TEST(DecideOnSubmit, NodesSlurmDoesNotKnowAreNeverExcluded) {
+    auto policy = Policy(10, true, {{"gone7", kNow + 60, ""}, {"node2", kNow + 60, ""}});
+    SubmitContext context;
+    context.is_known_node = [](const std::string& n) { return n.rfind("node", 0) == 0; };
+    auto d = DecideOnSubmit(JobOptions{}, policy, context, kNow);
+    EXPECT_FALSE(d.refused());
+    EXPECT_THAT(d.exclude, ElementsAre("node2"));
+}
+
+// A systemic false positive (or a hand-edited file) cannot keep most of the cluster away from
+// new jobs: at most min(max_nodes, max(1, floor(fraction x nodes))) entries apply, the oldest
+// first.
+TEST(DecideOnSubmit, QuarantineIsCappedByCountAndFraction) {
+    std::vector<QuarantinedNode> many;
+    for (int i = 0; i < 40; ++i) many.push_back({"node" + std::to_string(i), kNow + 60, ""});
+    SubmitPolicy policy = Policy(10, true, many);
+    policy.quarantine_max_nodes = 5;
+    policy.quarantine_max_fraction = 0.10;
+    SubmitContext context;
+    context.cluster_nodes = 30;  // 10 % of 30: 3, under max_nodes
+    EXPECT_THAT(DecideOnSubmit(JobOptions{}, policy, context, kNow).exclude,
+                ElementsAre("node0", "node1", "node2"));
+    context.cluster_nodes = 1000;  // 100 by the fraction: max_nodes caps it
+    EXPECT_EQ(DecideOnSubmit(JobOptions{}, policy, context, kNow).exclude.size(), 5u);
+    context.cluster_nodes = 4;  // floor(0.4): still one, as the breaker
+    EXPECT_THAT(DecideOnSubmit(JobOptions{}, policy, context, kNow).exclude, ElementsAre("node0"));
+    policy.quarantine_max_nodes = 0;  // off
+    EXPECT_THAT(DecideOnSubmit(JobOptions{}, policy, context, kNow).exclude, IsEmpty());
+    policy.quarantine_max_nodes = 5;
+    // Expired and unknown entries take no place under the cap.
+    policy.quarantine.insert(policy.quarantine.begin(), {{"old", kNow - 1, ""}});
+    context.cluster_nodes = 30;
+    context.is_known_node = [](const std::string& n) { return n != "node0"; };
+    EXPECT_THAT(DecideOnSubmit(JobOptions{}, policy, context, kNow).exclude,
+                ElementsAre("node1", "node2", "node3"));
+    EXPECT_EQ(QuarantineLimit(policy, 0), 5);
+}
+
+// No entry keeps a node avoided for longer than quarantine_max_hours from now.
+TEST(DecideOnSubmit, QuarantineEntriesFurtherOutThanTheMaximumAreIgnored) {
+    SubmitPolicy policy =
+        Policy(10, true, {{"node1", kNow + 3600, ""}, {"node2", kNow + 10 * 86400, ""}});
+    policy.quarantine_max_seconds = 7 * 86400;
+    EXPECT_THAT(DecideOnSubmit(JobOptions{}, policy, {}, kNow).exclude, ElementsAre("node1"));
+}
+
 TEST(DecideOnSubmit, RefusalComesBeforeExclusions) {
     auto policy = Policy(5, false, {{"node1", kNow + 60, ""}});
     auto d = DecideOnSubmit(JobOptions{.auto_resume = 6, .health_check = HealthTier::kOff}, policy,
@@ -136,6 +184,27 @@ TEST(SubmitPolicyFromSettings, ReadsCapAndHealthAllowOff) {
     p = SubmitPolicyFromSettings(*settings, {});
     EXPECT_TRUE(p.allow_health_off);
     EXPECT_EQ(p.max_auto_resume, 10);
+    EXPECT_EQ(p.quarantine_max_nodes, 16);
+    EXPECT_DOUBLE_EQ(p.quarantine_max_fraction, 0.10);
+    EXPECT_EQ(p.quarantine_max_seconds, 168 * 3600);
+}
+
+TEST(SubmitPolicyFromSettings, ReadsTheQuarantineCaps) {
+    auto settings = ScanSubmitSettings(
+        "policy:\n  quarantine_max_nodes: 4\n  quarantine_max_fraction: 0.25\n"
+        "  quarantine_max_hours: 12\n",
+        "a.yaml");
+    ASSERT_TRUE(settings.ok()) << settings.error();
+    SubmitPolicy p = SubmitPolicyFromSettings(*settings, {});
+    EXPECT_EQ(p.quarantine_max_nodes, 4);
+    EXPECT_DOUBLE_EQ(p.quarantine_max_fraction, 0.25);
+    EXPECT_EQ(p.quarantine_max_seconds, 12 * 3600);
+    for (const char* bad : {"quarantine_max_fraction: 1.5", "quarantine_max_fraction: -0.1",
+                            "quarantine_max_fraction: 0,1", "quarantine_max_nodes: -1",
+                            "quarantine_max_hours: 0", "quarantine_max_hours: 9000"}) {
+        auto r = ScanSubmitSettings(std::string("policy:\n  ") + bad + "\n", "a.yaml");
+        EXPECT_FALSE(r.ok()) << bad;
+    }
 }
 
 // A fresh folder per test, removed afterwards.

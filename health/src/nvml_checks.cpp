@@ -282,7 +282,7 @@ CheckResult CheckNvLink(const GpuSnapshot& gpu, const GpuModel* model) {
     return r;
 }
 
-CheckResult CheckThermal(const GpuSnapshot& gpu, const HealthConfig& config) {
+CheckResult CheckThermal(const GpuSnapshot& gpu, const HealthConfig& config, bool after_job) {
     CheckResult r = Make("thermal", &gpu);
     if (!gpu.temperature_c) return Unknown(r, "temperature not reported");
     if (*gpu.temperature_c > kMaxPlausibleTemperatureC ||
@@ -296,10 +296,11 @@ CheckResult CheckThermal(const GpuSnapshot& gpu, const HealthConfig& config) {
                                    ? *gpu.slowdown_temperature_c - config.temperature_margin_c
                                    : 0;
         if (*gpu.temperature_c >= limit) {
-            r.status = Status::kFail;
+            r.status = after_job ? Status::kWarn : Status::kFail;
             r.summary = std::to_string(*gpu.temperature_c) +
-                        " C before the job starts, slowdown at " +
-                        std::to_string(*gpu.slowdown_temperature_c) + " C";
+                        (after_job ? " C right after the job (the next prolog checks it cooled)"
+                                   : " C before the job starts") +
+                        ", slowdown at " + std::to_string(*gpu.slowdown_temperature_c) + " C";
             return r;
         }
     }

@@ -368,8 +368,8 @@ HealthReport RunHealthChecks(const RunRequest& request) {
                 for (CheckResult r :
                      {CheckEcc(gpu), CheckRemappedRows(gpu), CheckRetiredPages(gpu),
                       CheckRecoveryAction(gpu), CheckPcieLink(gpu, model), CheckNvLink(gpu, model),
-                      CheckThermal(gpu, config), CheckClockEvents(gpu), CheckPersistence(gpu),
-                      CheckLeftovers(gpu)}) {
+                      CheckThermal(gpu, config, request.after_job), CheckClockEvents(gpu),
+                      CheckPersistence(gpu), CheckLeftovers(gpu)}) {
                     report.results.push_back(std::move(r));
                 }
             }

@@ -284,6 +284,14 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     SubmitPolicy no_quarantine;
     const SubmitPolicy* effective = policy.get();
     SubmitContext context;
+    // job_submit() holds slurmctld's node read lock (job_submit.c asserts it): its node table may
+    // be read here, and only here. A name Slurm does not know would fail the job ("Invalid node
+    // name specified"), so only known names are excluded; find_node_record2 does not log.
+    context.is_known_node = [](const std::string& node) {
+        std::string copy = node;  // Slurm's prototype takes a char*
+        return find_node_record2(copy.data()) != nullptr;
+    };
+    context.cluster_nodes = node_record_count;
     if (HasActiveQuarantine(*policy, now)) {
         auto req = ExpandHostlist(job_desc->req_nodes);
         auto exc = ExpandHostlist(job_desc->exc_nodes);

@@ -5,7 +5,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <exception>
+#include <memory>
+#include <optional>
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/node_epilog_steps.h"
@@ -73,21 +76,37 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
 // ------------------------------------------------------------------------ controller epilog
 namespace {
 
+// An exclusive flock on `path`, held until destroyed. kWait waits for it; kTry takes it only
+// when no other process holds it (held() says whether it was taken).
 class FileLock {
   public:
-    explicit FileLock(const std::string& path) {
+    enum Mode { kWait, kTry };
+    explicit FileLock(const std::string& path, Mode mode = kWait) {
         fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+        if (fd_ < 0) return;
+        int rc = 0;
+        do {
+            rc = ::flock(fd_, LOCK_EX | (mode == kTry ? LOCK_NB : 0));
+        } while (rc != 0 && errno == EINTR);
+        if (rc != 0) {
+            ::close(fd_);
+            fd_ = -1;
+        }
     }
     ~FileLock() {
         if (fd_ >= 0) ::close(fd_);
     }
     FileLock(const FileLock&) = delete;
     FileLock& operator=(const FileLock&) = delete;
+    bool held() const { return fd_ >= 0; }
 
   private:
     int fd_ = -1;
 };
+
+// One delivery at a time on this controller (no ticket goes out twice), apart from the decision
+// lock: a sink that hangs holds up no decision.
+std::string TicketLockPath(const std::string& state_dir) { return state_dir + "/tickets.lock"; }
 
 // Runs a step that must not stop the ones after it: an exception is logged and recorded as a
 // failed "step" action on the job's incident.
@@ -137,6 +156,10 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     ActOutcome acted;
     std::string requeue_failure;
     std::optional<JobDecision> decision;
+    // When the store fails, the steps from RecordIncidents on record into `spooled` instead.
+    std::unique_ptr<IncidentStore> spooled;
+    std::optional<CtldEnv> spool_env;
+    const CtldEnv* acting = &env;
     {
         // One decision at a time on this controller: the breaker counts what others just did.
         FileLock lock(env.config.state_dir + "/controller.lock");
@@ -144,20 +167,45 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
         if (!d) return {false, d.error()};
         decision = std::move(*d);
         auto incidents = RecordIncidents(env, in, *decision);
-        if (!incidents) return {false, incidents.error()};
-        RunStep(env, incidents->job, "act", [&] { acted = Act(env, in, *decision, *incidents); });
-        RunStep(env, incidents->job, "requeue",
-                [&] { requeue_failure = Requeue(env, in, &*decision, *incidents); });
-        RunStep(env, incidents->job, "explain",
-                [&] { Explain(env, in, *decision, *times, requeue_failure, acted.asked); });
+        if (!incidents) {
+            spdlog::error(
+                "autoheal: epilog-ctld: the incident store fails ({}): acting anyway, the run "
+                "kept in the spool",
+                incidents.error());
+            auto memory = IncidentStore::OpenInMemory();
+            if (!memory) return {false, incidents.error() + "; " + memory.error()};
+            spooled = std::move(*memory);
+            spool_env.emplace(CtldEnv{env.config, env.ctx, env.rc, env.tickets, env.engine,
+                                      *spooled, env.slurm, env.clock, env.node_results_wait_seconds,
+                                      env.ticket_budget_seconds, true});
+            acting = &*spool_env;
+            if (!times->requeued_elsewhere) RecordJobRunOf(*acting, in, *decision);
+            incidents = RecordIncidents(*acting, in, *decision);
+            if (!incidents) return {false, incidents.error()};
+        }
+        const CtldEnv& e = *acting;
+        RunStep(e, incidents->job, "act", [&] { acted = Act(e, in, *decision, *incidents); });
+        RunStep(e, incidents->job, "requeue",
+                [&] { requeue_failure = Requeue(e, in, &*decision, *incidents); });
+        RunStep(e, incidents->job, "explain",
+                [&] { Explain(e, in, *decision, *times, requeue_failure, acted.asked); });
     }
     // Outside the lock: the nodes carry out what the decision file asks of them.
     std::vector<std::string> done = acted.done;
-    for (const std::string& r : AwaitNodeResults(env, acted.asked)) done.push_back(r);
+    for (const std::string& r : AwaitNodeResults(*acting, acted.asked)) done.push_back(r);
+    if (acting->spooling) {
+        SpoolRun(env, acting->store);
+        done.push_back("store failing: run kept in the spool");
+        return {true, Summary(in, *decision, done)};
+    }
+    ImportSpooledRuns(env);
     {
-        // Under the lock again: two job ends must not deliver the same due ticket twice.
-        FileLock lock(env.config.state_dir + "/controller.lock");
-        Finish(env);
+        // The tickets this run queued in the store are delivered after the decision, by
+        // whichever job end holds the ticket lock (bounded: ticket_budget_seconds plus one
+        // sink's timeout); when another holds it, that one, the next job end or
+        // `autoheal tickets --deliver` delivers them. No job end waits for another's delivery.
+        FileLock lock(TicketLockPath(env.config.state_dir), FileLock::kTry);
+        Finish(env, lock.held());
     }
     return {true, Summary(in, *decision, done)};
 }
@@ -167,6 +215,10 @@ EpilogOutcome DeliverPendingTickets(const Config& config, double budget_seconds)
     if (!rc) return {false, rc.error()};
     auto tickets = ParseTicketConfig(rc->tickets, config.source, config.state_dir);
     if (!tickets) return {false, tickets.error()};
+    FileLock lock(TicketLockPath(config.state_dir), FileLock::kTry);
+    if (!lock.held()) {
+        return {true, "tickets: another process is delivering them now; nothing done"};
+    }
     auto store = IncidentStore::Open(config.state_dir + "/incidents.sqlite");
     if (!store) return {false, store.error()};
     SystemClock clock;
@@ -191,10 +243,21 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
     auto engine = LoadEngine(self_exe, config.state_dir);
     if (!engine) return {false, engine.error()};
     auto store = IncidentStore::Open(config.state_dir + "/incidents.sqlite");
-    if (!store) return {false, store.error()};
+    const bool spooling = !store;
+    if (spooling) {
+        // Corrupt, locked or on a full disk: the drain and the requeue must still happen.
+        spdlog::error(
+            "autoheal: epilog-ctld: the incident store fails ({}): acting anyway, the run kept "
+            "in the spool",
+            store.error());
+        store = IncidentStore::OpenInMemory();
+        if (!store) return {false, store.error()};
+    }
     SlurmAdapter slurm(rc->slurm_conf);
     SystemClock clock;
-    return RunControllerPipeline({config, ctx, *rc, *tickets, *engine, **store, slurm, clock});
+    CtldEnv env{config, ctx, *rc, *tickets, *engine, **store, slurm, clock};
+    env.spooling = spooling;
+    return RunControllerPipeline(env);
 }
 
 }  // namespace autoheal::remediation

@@ -96,15 +96,10 @@ std::string DescribeEvidence(const diag::Diagnosis& d) {
     return out;
 }
 
-int NodesTakenOut(const std::vector<NodeInfo>& nodes, std::int64_t since) {
-    int n = 0;
-    for (const NodeInfo& node : nodes) {
-        if ((node.Out() || node.reboot_pending) && node.ReasonIsOurs() &&
-            node.reason_time >= since) {
-            ++n;
-        }
-    }
-    return n;
+int NodesTakenOut(const std::vector<NodeInfo>& nodes) {
+    return static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const NodeInfo& node) {
+        return (node.Out() || node.reboot_pending) && node.ReasonIsOurs();
+    }));
 }
 
 int BreakerLimit(const BreakerConfig& config, int total) {
@@ -287,8 +282,36 @@ void CorrelateNetwork(const DecisionInput& in, JobDecision* decision) {
     }
 }
 
-// 4b. Lemons: sets the run's outcome; a failure nothing explains drains, as a lemon, each of the
-// job's nodes that has no plan yet and has now failed lemon.failures jobs unexplained within
+// The distinct users of a node's earlier unexplained failures and of this job.
+int DistinctUsers(const UnexplainedFailures& earlier, const std::string& user) {
+    std::set<std::string> users(earlier.users.begin(), earlier.users.end());
+    if (!user.empty()) users.insert(user);
+    return static_cast<int>(users.size());
+}
+
+// The lemon plan for `node`, which has now failed `count` jobs of `users` users unexplained.
+NodePlan LemonPlan(const DecisionInput& in, const std::string& node, int count, int users) {
+    const std::string days =
+        std::to_string((in.config->lemon.window_seconds + 86399) / 86400) + "d";
+    NodePlan plan;
+    plan.node = node;
+    plan.cause = diag::ToString(diag::Cause::kLemon);
+    plan.rule = "lemon-node";
+    plan.actions = {std::string(diag::ToString(diag::Action::kDrain))};
+    plan.why.cause = diag::Cause::kLemon;
+    plan.why.fields = {{"failures", std::to_string(count)},
+                       {"users", std::to_string(users)},
+                       {"within", days},
+                       {"rule", plan.rule},
+                       {"job", in.job.job}};
+    plan.why.note = std::to_string(count) + " unexplained job failures of " +
+                    std::to_string(users) + " users within " + days + "; deep checks needed";
+    return plan;
+}
+
+// 4b. Lemons: sets the run's outcome; a failure nothing explains, with every node's report in,
+// counts towards lemons, and drains as a lemon each of the job's nodes that has no plan yet and
+// has now failed lemon.failures jobs of lemon.min_users distinct users unexplained within
 // lemon.window.
 void PlanLemons(const DecisionInput& in, JobDecision* decision) {
     JobDecision& out = *decision;
@@ -304,30 +327,20 @@ void PlanLemons(const DecisionInput& in, JobDecision* decision) {
         outcome = diag::RunOutcome::kUnexplained;
     }
     out.outcome = diag::ToString(outcome);
-    if (outcome == diag::RunOutcome::kUnexplained && config.lemon.failures > 0) {
-        const std::string days =
-            std::to_string((config.lemon.window_seconds + 86399) / 86400) + "d";
-        for (const auto& [node, earlier] : in.unexplained_failures) {
-            const int count = earlier + 1;
-            // (An init-capture: clang before 16 cannot capture a structured binding.)
-            const bool planned =
-                std::any_of(out.plans.begin(), out.plans.end(),
-                            [&name = node](const NodePlan& p) { return p.node == name; });
-            if (count < config.lemon.failures || planned || !Contains(in.job.nodes, node)) continue;
-            NodePlan plan;
-            plan.node = node;
-            plan.cause = diag::ToString(diag::Cause::kLemon);
-            plan.rule = "lemon-node";
-            plan.actions = {std::string(diag::ToString(diag::Action::kDrain))};
-            plan.why.cause = diag::Cause::kLemon;
-            plan.why.fields = {{"failures", std::to_string(count)},
-                               {"within", days},
-                               {"rule", plan.rule},
-                               {"job", in.job.job}};
-            plan.why.note = std::to_string(count) + " unexplained job failures within " + days +
-                            "; deep checks needed";
-            out.plans.push_back(std::move(plan));
+    // A node that did not report may hold the explanation: such a run is no evidence.
+    out.counts_towards_lemons =
+        outcome == diag::RunOutcome::kUnexplained && in.job.missing_reports.empty();
+    if (!out.counts_towards_lemons || config.lemon.failures <= 0) return;
+    for (const UnexplainedFailures& earlier : in.unexplained_failures) {
+        const int count = earlier.jobs + 1;
+        const int users = DistinctUsers(earlier, in.job.user);
+        const bool planned = std::any_of(out.plans.begin(), out.plans.end(),
+                                         [&](const NodePlan& p) { return p.node == earlier.node; });
+        if (count < config.lemon.failures || users < config.lemon.min_users || planned ||
+            !Contains(in.job.nodes, earlier.node)) {
+            continue;
         }
+        out.plans.push_back(LemonPlan(in, earlier.node, count, users));
     }
 }
 
@@ -338,7 +351,7 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
     const RemediationConfig& config = *in.config;
     const int total = static_cast<int>(in.cluster.nodes.size());
     const int limit = BreakerLimit(config.breaker, std::max(total, 1));
-    int out_now = NodesTakenOut(in.cluster.nodes, in.cluster.now - config.breaker.window_seconds);
+    int out_now = NodesTakenOut(in.cluster.nodes);
     std::set<std::string> already_out;
     for (const NodeInfo& n : in.cluster.nodes) {
         if (n.Out() || n.reboot_pending) already_out.insert(n.name);
@@ -347,7 +360,7 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
         const bool takes_out =
             std::any_of(p.actions.begin(), p.actions.end(), diag::CountsAgainstBreaker);
         if (!takes_out || already_out.count(p.node) != 0) continue;
-        if (out_now + 1 <= limit) {
+        if (in.cluster.nodes_known && out_now + 1 <= limit) {
             ++out_now;
             continue;
         }
@@ -356,7 +369,11 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
         p.actions.clear();
         AddUnique(&out.quarantine, p.node);
     }
-    if (out.breaker_open) {
+    if (out.breaker_open && !in.cluster.nodes_known) {
+        out.breaker_note =
+            "breaker open: Slurm's node states could not be read, so how many nodes autoheal "
+            "holds is unknown; node actions held, admins alerted";
+    } else if (out.breaker_open) {
         out.breaker_note = "breaker open: " + std::to_string(out_now) + " of " +
                            std::to_string(total) + " nodes already taken out by autoheal (limit " +
                            std::to_string(limit) + "); node actions held, admins alerted";

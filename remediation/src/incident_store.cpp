@@ -14,6 +14,7 @@ namespace autoheal::remediation {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
+constexpr const char* kInMemory = ":memory:";
 
 // Migration i takes the schema from version i to i + 1. Append new steps; never edit a released
 // one (files in the field already ran it).
@@ -93,6 +94,11 @@ CREATE TABLE runs (
 CREATE INDEX runs_end_time ON runs(end_time);
 ALTER TABLE incidents ADD COLUMN gpu_serial TEXT NOT NULL DEFAULT '';
 CREATE INDEX incidents_gpu_serial ON incidents(gpu_serial);
+)sql",
+    // v3 -> v4: the user whose job each job run was, so a lemon takes failures of several
+    // users (one user's failing jobs must not drain a node); '' for runs recorded before.
+    R"sql(
+ALTER TABLE job_runs ADD COLUMN job_user TEXT NOT NULL DEFAULT '';
 )sql",
 };
 static_assert(std::size(kMigrations) == kIncidentSchemaVersion,
@@ -237,10 +243,11 @@ IncidentStore::~IncidentStore() { sqlite3_close_v2(db_); }
 Result<std::unique_ptr<IncidentStore>> IncidentStore::Open(const std::string& path) {
     const std::string where = "incident store " + path + ": ";
     if (path.empty()) return MakeError("incident store: empty path");
+    const bool memory = path == kInMemory;
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (parent.empty()) parent = ".";
     std::error_code ec;
-    if (!std::filesystem::is_directory(parent, ec)) {
+    if (!memory && !std::filesystem::is_directory(parent, ec)) {
         return MakeError(where + "folder " + parent.string() + " does not exist");
     }
 
@@ -269,7 +276,8 @@ Result<std::unique_ptr<IncidentStore>> IncidentStore::Open(const std::string& pa
         if (wal.Step() != SQLITE_ROW) {
             return MakeError(where + "enable WAL: " + Describe(raw));
         }
-        if (wal.Text(0) != "wal") {
+        // A store in memory has no WAL: SQLite keeps its journal in memory.
+        if (wal.Text(0) != (memory ? "memory" : "wal")) {
             return MakeError(where + "enable WAL: journal mode is '" + wal.Text(0) + "'");
         }
     }
@@ -282,6 +290,92 @@ Result<std::unique_ptr<IncidentStore>> IncidentStore::Open(const std::string& pa
     auto migrated = Migrate(raw);
     if (!migrated) return MakeError(where + migrated.error());
     return store;
+}
+
+Result<std::unique_ptr<IncidentStore>> IncidentStore::OpenInMemory() { return Open(kInMemory); }
+
+Result<bool> IncidentStore::SaveTo(const std::string& path) {
+    Statement vacuum(db_, "VACUUM INTO ?1");
+    vacuum.Bind(1, path);
+    if (vacuum.Step() != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": save to " + path + ": " + Describe(db_));
+    }
+    return true;
+}
+
+Result<int> IncidentStore::ImportFrom(const std::string& path) {
+    const std::string where = "incident store " + path_ + ": import " + path + ": ";
+    Statement attach(db_, "ATTACH DATABASE ?1 AS spool");
+    attach.Bind(1, path);
+    if (attach.Step() != SQLITE_DONE) return MakeError(where + Describe(db_));
+    auto imported = ImportAttached();
+    Exec(db_, "DETACH DATABASE spool");
+    if (!imported) return MakeError(where + imported.error());
+    return imported;
+}
+
+// REQUIRES: the saved store is attached as `spool`.
+Result<int> IncidentStore::ImportAttached() {
+    if (!Exec(db_, "BEGIN IMMEDIATE")) return MakeError(Describe(db_));
+    auto fail = [&] {
+        const std::string error = Describe(db_);
+        Exec(db_, "ROLLBACK");
+        return MakeError(error);
+    };
+    // Incidents one by one: each gets an id here (or the one of the incident with its key).
+    if (!Exec(db_, "CREATE TEMP TABLE spool_ids (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)"))
+        return fail();
+    Statement rows(db_,
+                   "SELECT id, time, job, node, gpu, cause, rule, confidence, evidence_json, "
+                   "dedup_key, gpu_serial FROM spool.incidents ORDER BY id");
+    Statement insert(db_,
+                     "INSERT INTO main.incidents (time, job, node, gpu, cause, rule, confidence, "
+                     "evidence_json, dedup_key, gpu_serial) "
+                     "SELECT time, job, node, gpu, cause, rule, confidence, evidence_json, "
+                     "dedup_key, gpu_serial FROM spool.incidents WHERE id = ?1 "
+                     "ON CONFLICT (dedup_key) DO NOTHING");
+    Statement existing(db_, "SELECT id FROM main.incidents WHERE dedup_key = ?1");
+    Statement map(db_, "INSERT INTO spool_ids (old, new) VALUES (?1, ?2)");
+    int count = 0;
+    int rc = SQLITE_ROW;
+    while ((rc = rows.Step()) == SQLITE_ROW) {
+        const std::int64_t old_id = rows.Int(0);
+        insert.Reset();
+        insert.Bind(1, old_id);
+        if (insert.Step() != SQLITE_DONE) return fail();
+        std::int64_t new_id = sqlite3_last_insert_rowid(db_);
+        if (sqlite3_changes(db_) == 0) {
+            existing.Reset();
+            existing.Bind(1, rows.Text(9));
+            if (existing.Step() != SQLITE_ROW) return fail();
+            new_id = existing.Int(0);
+        }
+        map.Reset();
+        map.Bind(1, old_id);
+        map.Bind(2, new_id);
+        if (map.Step() != SQLITE_DONE) return fail();
+        ++count;
+    }
+    if (rc != SQLITE_DONE) return fail();
+    const char* kCopy = R"sql(
+INSERT OR IGNORE INTO main.actions (incident_id, time, action, target, outcome, detail)
+    SELECT m.new, a.time, a.action, a.target, a.outcome, a.detail
+    FROM spool.actions a JOIN spool_ids m ON m.old = a.incident_id ORDER BY a.id;
+INSERT OR IGNORE INTO main.tickets (incident_id, kind, dedup_key, state, attempts, next_attempt,
+                                    payload_json, sink, last_error)
+    SELECT m.new, t.kind, t.dedup_key, t.state, t.attempts, t.next_attempt, t.payload_json,
+           t.sink, t.last_error
+    FROM spool.tickets t JOIN spool_ids m ON m.old = t.incident_id ORDER BY t.id;
+INSERT OR IGNORE INTO main.job_runs (job, run, node, time, outcome, job_user)
+    SELECT job, run, node, time, outcome, job_user FROM spool.job_runs;
+INSERT OR IGNORE INTO main.runs (job, run, nodes, node_list, start_time, end_time, decided_at,
+                                 outcome, cause, culprits, requeued)
+    SELECT job, run, nodes, node_list, start_time, end_time, decided_at, outcome, cause,
+           culprits, requeued FROM spool.runs;
+DROP TABLE spool_ids;
+)sql";
+    if (!Exec(db_, kCopy) || !Exec(db_, "COMMIT")) return fail();
+    return count;
 }
 
 Result<std::int64_t> IncidentStore::RecordIncident(const IncidentRecord& incident) {
@@ -467,12 +561,12 @@ Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t sin
 
 Result<bool> IncidentStore::RecordJobRun(const std::string& job, int run,
                                          const std::vector<std::string>& nodes, std::int64_t time,
-                                         const std::string& outcome) {
+                                         const std::string& outcome, const std::string& user) {
     const std::string where = "incident store " + path_ + ": job run: ";
     if (!Exec(db_, "BEGIN IMMEDIATE")) return MakeError(where + Describe(db_));
     Statement insert(db_,
-                     "INSERT OR IGNORE INTO job_runs (job, run, node, time, outcome) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5)");
+                     "INSERT OR IGNORE INTO job_runs (job, run, node, time, outcome, job_user) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     bool added = false;
     for (const std::string& node : nodes) {
         insert.Reset();
@@ -481,6 +575,7 @@ Result<bool> IncidentStore::RecordJobRun(const std::string& job, int run,
         insert.Bind(3, node);
         insert.Bind(4, time);
         insert.Bind(5, outcome);
+        insert.Bind(6, user);
         if (insert.Step() != SQLITE_DONE) {
             const std::string error = Describe(db_);
             Exec(db_, "ROLLBACK");
@@ -508,6 +603,25 @@ Result<int> IncidentStore::CountJobRuns(const std::string& node, const std::stri
         return MakeError("incident store " + path_ + ": job runs: " + Describe(db_));
     }
     return static_cast<int>(select.Int(0));
+}
+
+Result<std::vector<std::string>> IncidentStore::JobRunUsers(const std::string& node,
+                                                            const std::string& outcome,
+                                                            std::int64_t since) {
+    Statement select(db_,
+                     "SELECT DISTINCT job_user FROM job_runs "
+                     "WHERE node = ?1 AND outcome = ?2 AND time >= ?3 AND job_user != '' "
+                     "ORDER BY job_user");
+    select.Bind(1, node);
+    select.Bind(2, outcome);
+    select.Bind(3, since);
+    std::vector<std::string> users;
+    int rc = SQLITE_ROW;
+    while ((rc = select.Step()) == SQLITE_ROW) users.push_back(select.Text(0));
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": job run users: " + Describe(db_));
+    }
+    return users;
 }
 
 Result<bool> IncidentStore::RecordRun(const RunRecord& r) {

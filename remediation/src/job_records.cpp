@@ -351,6 +351,7 @@ std::string DecisionRecordToJson(const DecisionRecord& d) {
         {"requeueable", d.facts.requeueable}, {"nodes", d.facts.nodes},
         {"excluded", d.facts.excluded},       {"missing_reports", d.facts.missing_reports}};
     if (d.facts.auto_resume) facts["auto_resume"] = *d.facts.auto_resume;
+    if (!d.facts.user.empty()) facts["user"] = d.facts.user;
     nlohmann::json node_actions = nlohmann::json::array();
     for (const NodeAction& a : d.node_actions) {
         node_actions.push_back({{"node", a.node}, {"action", a.action}, {"gpu", a.gpu}});
@@ -396,6 +397,7 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
         d.facts.nodes = Strings(f, "nodes");
         d.facts.excluded = Strings(f, "excluded");
         d.facts.missing_reports = Strings(f, "missing_reports");
+        d.facts.user = Str(f, "user");
         if (f.contains("auto_resume") && f["auto_resume"].is_number_integer()) {
             d.facts.auto_resume = Int(f, "auto_resume", 0);
         }

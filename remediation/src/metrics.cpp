@@ -63,13 +63,13 @@ Result<std::string> RenderControllerMetrics(IncidentStore& store,
         for (const auto& [cause, n] : held)
             w.Sample("autoheal_nodes_held", Label("cause", cause), n);
         if (held.empty()) w.Sample("autoheal_nodes_held", Label("cause", "none"), 0);
-        const int taken = NodesTakenOut(*nodes, now - config.breaker.window_seconds);
+        const int taken = NodesTakenOut(*nodes);
         const int limit = BreakerLimit(config.breaker, static_cast<int>(nodes->size()));
         w.Help("autoheal_breaker_open", "gauge",
-               "1 when autoheal has taken out as many nodes as the breaker allows in its window.");
+               "1 when autoheal holds out of service as many nodes as the breaker allows.");
         w.Sample("autoheal_breaker_open", "", taken >= limit ? 1 : 0);
         w.Help("autoheal_breaker_taken_out", "gauge",
-               "Nodes autoheal took out within the breaker's window.");
+               "Nodes autoheal holds out of service, as the breaker counts them.");
         w.Sample("autoheal_breaker_taken_out", "", taken);
         w.Help("autoheal_breaker_limit", "gauge", "The most nodes the breaker lets autoheal hold.");
         w.Sample("autoheal_breaker_limit", "", limit);

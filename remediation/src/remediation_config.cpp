@@ -62,11 +62,14 @@ Result<bool> ParseBreaker(const YAML::Node& v, const std::string& source, Breake
                 return Expected(source, bv, "breaker.max_nodes", "a number of nodes");
             }
         } else if (k == "window") {
-            if (!ReadDuration(bv, &out->window_seconds)) {
+            // Read by earlier versions (nodes taken out within it counted); still checked, so a
+            // file written for them loads, and has no effect: every node held counts now.
+            std::int64_t ignored = 0;
+            if (!ReadDuration(bv, &ignored)) {
                 return Expected(source, bv, "breaker.window", "a duration such as 1h");
             }
         } else {
-            return Unknown(source, kv.first, "breaker." + k, "max_fraction, max_nodes, window");
+            return Unknown(source, kv.first, "breaker." + k, "max_fraction, max_nodes");
         }
     }
     return true;
@@ -102,12 +105,16 @@ Result<bool> ParseLemon(const YAML::Node& v, const std::string& source, LemonCon
             if (!YamlRead(lv, &out->failures) || out->failures < 0 || out->failures > 1000) {
                 return Expected(source, lv, "lemon.failures", "a number of jobs (0 = off)");
             }
+        } else if (k == "min_users") {
+            if (!YamlRead(lv, &out->min_users) || out->min_users < 1 || out->min_users > 1000) {
+                return Expected(source, lv, "lemon.min_users", "a number of users from 1 to 1000");
+            }
         } else if (k == "window") {
             if (!ReadDuration(lv, &out->window_seconds)) {
                 return Expected(source, lv, "lemon.window", "a duration such as 7d");
             }
         } else {
-            return Unknown(source, kv.first, "lemon." + k, "failures, window");
+            return Unknown(source, kv.first, "lemon." + k, "failures, min_users, window");
         }
     }
     return true;

@@ -134,6 +134,22 @@ TEST_F(PolicyTest, QuarantinedNodeIsExcludedUnlessTheJobAsksForIt) {
     EXPECT_THAT(SlurmctldLog(), HasSubstr("quarantined nodes excluded: exc_nodes+=node1"));
 }
 
+// Issue 13.3: one entry for a node slurm.conf does not have made every sbatch fail with "Invalid
+// node name specified". The plugin drops names slurmctld does not know; the known one applies.
+TEST_F(PolicyTest, UnknownNodeInTheQuarantineDoesNotFailSubmissions) {
+    const std::string until = std::to_string(std::time(nullptr) + 3600);
+    SetQuarantine(R"({"nodes": [{"node": "retired9", "until": )" + until +
+                  R"(, "reason": "autoheal: gone from slurm.conf"},
+                     {"node": "node2", "until": )" +
+                  until + R"(, "reason": "autoheal: faulty_gpu"}]})");
+    ASSERT_TRUE(WaitForExcNodeList({}, "node2")) << SlurmctldLog();
+    CommandResult r;
+    auto id = SubmitHeld({}, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    EXPECT_THAT(r.err, Not(HasSubstr("Invalid node name")));
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], "node2");
+}
+
 TEST_F(PolicyTest, BrokenQuarantineFileKeepsThePreviousPolicy) {
     SetQuarantine(QuarantineOf("node3", 3600));
     ASSERT_TRUE(WaitForExcNodeList({}, "node3")) << SlurmctldLog();

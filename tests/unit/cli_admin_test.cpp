@@ -4,6 +4,7 @@
 // tested on the local cluster (tests/integration/e2e_test.cpp).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -242,6 +243,32 @@ TEST_F(CliAdmin, ReplayShowsWhatAnotherRuleSetWouldHaveDone) {
     r = Cli({"replay", "--rules", edited.string()});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_THAT(r.err, HasSubstr("99-broken.yaml"));
+}
+
+// Issue 13.5: `autoheal resume` run as root made a store owned by root where none was, and the
+// controller epilog (SlurmUser) could never write it again. The store it makes belongs to
+// state_dir's owner. (Slurm is not reachable here: the resume itself fails after the store was
+// opened, which is what this test is about.)
+TEST_F(CliAdmin, ResumeRunAsRootNeverMakesAStoreTheStateDirOwnerCannotWrite) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    store_.reset();
+    const fs::path state = dir_ / "state";
+    fs::remove(state / "incidents.sqlite");
+    constexpr uid_t kOwner = 65534;
+    ASSERT_EQ(::chown(state.c_str(), kOwner, kOwner), 0);
+    std::ofstream(config_, std::ios::app)
+        << "remediation:\n  slurm_conf: " << (dir_ / "no-slurm.conf").string() << "\n";
+    // Stopped after 5 s: it waits for slurmctld after the store was opened, and the -wal and -shm
+    // files a killed process leaves must be the owner's too.
+    RunProcess({"timeout", "5", kCli, "resume", "node1", "--reason", "fan replaced"},
+               {"AUTOHEAL_CONFIG=" + config_, "AUTOHEAL_RULES_DIR=" + kRules});
+    for (const char* name : {"incidents.sqlite", "incidents.sqlite-wal", "incidents.sqlite-shm"}) {
+        struct stat st {};
+        if (::stat((state / name).c_str(), &st) != 0) continue;  // removed on close
+        EXPECT_EQ(st.st_uid, kOwner) << name;
+    }
+    struct stat db {};
+    ASSERT_EQ(::stat((state / "incidents.sqlite").c_str(), &db), 0);
 }
 
 }  // namespace

@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <slurm/slurm_errno.h>
+#include <sqlite3.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "autoheal/remediation/node_reason.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/slurm_retry.h"
 #include "epilog_test_env.h"
+#include "http_server.h"
 
 namespace autoheal::remediation::testing {
 namespace {
@@ -268,17 +271,151 @@ TEST_F(CtldEpilogTest, TicketWebhookDownLeavesTheTicketQueued) {
     EXPECT_THAT(Actions(), Contains("rma_ticket node1 opened"));
 }
 
-// A node that keeps failing jobs with nothing to name it is drained as a lemon at the third.
+// A node that keeps failing jobs of two users with nothing to name it is drained as a lemon at
+// the third; the job runs carry their users.
 TEST_F(CtldEpilogTest, NodeThatKeepsFailingJobsUnexplainedIsDrainedAsALemon) {
     for (std::uint32_t job = 80; job < 83; ++job) {
-        FailedJob(job, {"node2"});
+        FailedJob(job, {"node2"}).user_id = job == 81 ? 2002 : 2001;
         JobOutput("node2", {});
         ASSERT_TRUE(RunController().ok);
         EXPECT_EQ(slurm.node("node2").drained, job == 82) << "after job " << job;
         clock.Advance(std::chrono::seconds(60));
     }
     EXPECT_THAT(slurm.node("node2").reason,
-                StartsWith("autoheal: lemon failures=3 within=7d rule=lemon-node job=82 inc="));
+                StartsWith("autoheal: lemon failures=3 users=2 within=7d rule=lemon-node job=82 "
+                           "inc="));
+    EXPECT_THAT(store->JobRunUsers("node2", "unexplained", 0).value(), ElementsAre("2001", "2002"));
+}
+
+// Issue 13.1: one user's four `exit 1` jobs on a node drained it as a lemon. They no longer do.
+TEST_F(CtldEpilogTest, OneUsersFailingJobsDoNotDrainTheNodeAsALemon) {
+    for (std::uint32_t job = 80; job < 84; ++job) {
+        FailedJob(job, {"node2"}).user_id = 2001;
+        JobOutput("node2", {});
+        ASSERT_TRUE(RunController().ok);
+        clock.Advance(std::chrono::seconds(60));
+    }
+    EXPECT_FALSE(slurm.node("node2").Out()) << slurm.node("node2").reason;
+    EXPECT_EQ(slurm.Count("drain"), 0);
+    EXPECT_EQ(store->CountJobRuns("node2", "unexplained", 0).value(), 4);
+}
+
+// A run whose node report is missing is kept as "other" in the job runs: it never counts.
+TEST_F(CtldEpilogTest, RunsWithAMissingReportAreNotLemonEvidence) {
+    for (std::uint32_t job = 80; job < 84; ++job) {
+        FailedJob(job, {"node1", "node2"}).user_id = 2001 + job % 2;
+        JobOutput("node1", {});
+        reports.pop_back();  // node2's epilog never reports
+        ASSERT_TRUE(RunController().ok);
+        clock.Advance(std::chrono::seconds(60));
+    }
+    EXPECT_EQ(slurm.Count("drain"), 0);
+    EXPECT_EQ(store->CountJobRuns("node1", "unexplained", 0).value(), 0);
+    EXPECT_EQ(store->CountJobRuns("node1", "other", 0).value(), 4);
+}
+
+// Issue 13.4: a webhook that accepts and never answers, and 20 jobs failing at once, one
+// controller epilog process each (as slurmctld runs them). Tickets are queued in the store and
+// delivered after the decision under their own lock, which a job end takes only when it is
+// free: every job is decided and requeued in a few seconds. Before, delivery ran under the
+// decision lock and each job end's decision waited for the others' hanging deliveries.
+TEST_F(CtldEpilogTest, AWebhookThatNeverAnswersHoldsUpNoDecision) {
+    autoheal::testing::HttpServer hanging({200}, 0, /*hang=*/true);
+    tickets = ParseTicketConfig(YAML::Load("sinks:\n  - {type: webhook, url: '" + hanging.url() +
+                                           "', timeout_seconds: 3}\n"),
+                                "test", config.state_dir)
+                  .value();
+    ticket_budget_seconds = 1;
+    constexpr int kJobs = 20;
+    for (int i = 0; i < kJobs; ++i) slurm.AddNode("gpu" + std::to_string(i));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<pid_t> children;
+    for (int i = 0; i < kJobs; ++i) {
+        const pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            // A SQLite handle must not be used across fork: this process opens its own.
+            (void)store.release();
+            store = std::move(IncidentStore::Open((dir / "incidents.sqlite").string()).value());
+            const auto id = static_cast<std::uint32_t>(500 + i);
+            const std::string node = "gpu" + std::to_string(i);
+            FailedJob(id, {node});
+            Kernel(node, {XidLine(64, "0000:3b:00", "Row remapping failed")});
+            const bool ok = RunController().ok && slurm.Count("requeue") == 1 &&
+                            slurm.job(id).restart_count == 1;
+            ::_exit(ok ? 0 : 1);
+        }
+        children.push_back(pid);
+    }
+    int requeued = 0;
+    for (const pid_t pid : children) {
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        requeued += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(requeued, kJobs);
+    // Delivery: one process at a time, for at most its budget plus one sink timeout (1 + 3 s);
+    // the decisions themselves take well under a second each. Before: >= 20 x 3 s.
+    EXPECT_LT(seconds, 20.0);
+    int runs = 0;
+    for (int i = 0; i < kJobs; ++i) {
+        runs += std::filesystem::exists(DecisionFile(config.state_dir, std::to_string(500 + i), 0));
+    }
+    EXPECT_EQ(runs, kJobs);
+    EXPECT_EQ(store->Tickets(false).value().size(), static_cast<std::size_t>(kJobs));
+}
+
+// Issue 13.2: when the node states cannot be read, the breaker cannot count: the controller takes
+// no node out (held, alerted, quarantined) and still requeues the job.
+TEST_F(CtldEpilogTest, UnreadableNodeStatesTakeNoNodeOutButTheJobIsRequeued) {
+    FailedJob(77, {"node1", "node2"});
+    Kernel("node2", {kXid79});
+    slurm.FailNext("list_nodes", 1000, ErrorCode::kInternal);
+    ASSERT_TRUE(RunController().ok);
+    EXPECT_FALSE(slurm.node("node2").Out());
+    EXPECT_EQ(slurm.Count("drain"), 0);
+    EXPECT_EQ(slurm.Count("reboot"), 0);
+    EXPECT_EQ(slurm.Count("requeue"), 1);
+    EXPECT_EQ(slurm.job(77).exc_nodes, "node2");
+    EXPECT_THAT(Actions(), Contains("held node2 held"));
+}
+
+// Issue 13.5: a store that fails (here locked by another writer past the busy timeout) does not
+// stop remediation: the node is drained, the job requeued, the run kept in the spool; the next
+// job end with a working store imports it and removes the file.
+TEST_F(CtldEpilogTest, AFailingStoreStillDrainsAndRequeuesAndTheRunIsImportedLater) {
+    sqlite3* locker = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "incidents.sqlite").c_str(), &locker), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(locker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    FailedJob(77, {"node1", "node2"});
+    Kernel("node2", {kXid79});
+    const auto out = RunController();
+    ASSERT_TRUE(out.ok) << out.summary;
+    EXPECT_THAT(out.summary, HasSubstr("run kept in the spool"));
+    EXPECT_TRUE(slurm.node("node2").drained);
+    EXPECT_EQ(slurm.Count("requeue"), 1);
+    EXPECT_EQ(slurm.job(77).exc_nodes, "node2");
+    std::vector<std::string> spooled;
+    for (const auto& e : std::filesystem::directory_iterator(SpoolDir(config.state_dir))) {
+        spooled.push_back(e.path().filename().string());
+    }
+    ASSERT_EQ(spooled.size(), 1u);
+    sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(locker);
+    EXPECT_THAT(Incidents(), IsEmpty());
+
+    FailedJob(78, {"node3"});
+    JobOutput("node3", {});
+    ASSERT_TRUE(RunController().ok);
+    bool imported = false;
+    for (const IncidentRow& i : Incidents())
+        imported = imported || (i.job == "77" && i.node == "node2");
+    EXPECT_TRUE(imported);
+    EXPECT_THAT(Actions(), Contains("drain node2 done"));
+    EXPECT_THAT(Actions(), Contains("requeue 77/run0 done"));
+    EXPECT_TRUE(std::filesystem::is_empty(SpoolDir(config.state_dir)));
 }
 
 // slurmctld restarts while the controller decides: the reads are retried until it answers, and

@@ -33,7 +33,7 @@ NodeInfo Node(const std::string& name, bool out = false, const std::string& reas
 class DecisionTest : public ::testing::Test {
   protected:
     DecisionTest() {
-        config_.breaker = {0.5, 2, 3600};
+        config_.breaker = {0.5, 2};
         in_.rules = &diag::testing::ShippedRules();
         in_.config = &config_;
         in_.job.job = "77";
@@ -282,17 +282,44 @@ TEST_F(DecisionTest, BreakerCountsNodesAutohealAlreadyTookOut) {
     Kernel("node3", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_TRUE(d.breaker_open);
-    // An admin's drain does not count, an old autoheal drain neither.
+    // An admin's drain does not count.
     in_.cluster.nodes[0] = Node("node1", true, "fan replacement", in_.cluster.now - 10);
-    in_.cluster.nodes[1] = Node("node2", true, "autoheal: faulty_gpu", in_.cluster.now - 7200);
     EXPECT_FALSE(Decide(in_).breaker_open);
 }
 
+// Issue 13.2: the breaker bounds what is out at once. Before, a node drained more than a window
+// ago stopped counting, so a systemic false positive drained up to the limit every hour.
+TEST_F(DecisionTest, BreakerCountsEveryNodeAutohealStillHoldsHoweverOld) {
+    in_.cluster.nodes[0] = Node("node1", true, "autoheal: faulty_gpu", in_.cluster.now - 86400);
+    in_.cluster.nodes[1] = Node("node2", true, "autoheal: lemon", in_.cluster.now - 30 * 86400);
+    Kernel("node3", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.breaker_open);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_THAT(d.plans[0].actions, IsEmpty());
+    EXPECT_THAT(d.quarantine, ElementsAre("node3"));
+    EXPECT_EQ(NodesTakenOut(in_.cluster.nodes), 2);
+}
+
+// When Slurm's node states cannot be read, how many nodes autoheal holds is unknown: it takes
+// no node out (the actions are held), and the job is still requeued.
+TEST_F(DecisionTest, BreakerHoldsEveryTakeOutWhenTheNodeStatesAreUnknown) {
+    in_.cluster.nodes.clear();
+    in_.cluster.nodes_known = false;
+    Kernel("node3", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.breaker_open);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_THAT(d.plans[0].actions, IsEmpty());
+    EXPECT_THAT(d.breaker_note, HasSubstr("could not be read"));
+    EXPECT_TRUE(d.requeue);
+}
+
 TEST(BreakerLimit, FractionAndCountAndAtLeastOne) {
-    EXPECT_EQ(BreakerLimit({0.10, 16, 3600}, 4), 1);
-    EXPECT_EQ(BreakerLimit({0.10, 16, 3600}, 1000), 16);
-    EXPECT_EQ(BreakerLimit({0.10, 16, 3600}, 100), 10);
-    EXPECT_EQ(BreakerLimit({0.5, 2, 3600}, 4), 2);
+    EXPECT_EQ(BreakerLimit({0.10, 16}, 4), 1);
+    EXPECT_EQ(BreakerLimit({0.10, 16}, 1000), 16);
+    EXPECT_EQ(BreakerLimit({0.10, 16}, 100), 10);
+    EXPECT_EQ(BreakerLimit({0.5, 2}, 4), 2);
 }
 
 TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
@@ -311,31 +338,73 @@ TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
 }
 
 TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
-    config_.lemon = {3, 7 * std::int64_t{86400}};
+    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
     in_.job.nodes = {"node1"};
+    in_.job.user = "1002";
     in_.reports.resize(1);  // node1's report: nothing found
-    in_.unexplained_failures = {{"node1", 2}};
+    in_.unexplained_failures = {{"node1", 2, {"1001"}}};
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.outcome, "unexplained");
+    EXPECT_TRUE(d.counts_towards_lemons);
     ASSERT_EQ(d.plans.size(), 1u);
     EXPECT_EQ(d.plans[0].node, "node1");
     EXPECT_EQ(d.plans[0].rule, "lemon-node");
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain"));
     EXPECT_EQ(d.plans[0].cause, "lemon");
     EXPECT_EQ(FormatReason(d.plans[0].why),
-              "autoheal: lemon failures=3 within=7d rule=lemon-node job=" + in_.job.job +
-                  "; 3 unexplained job failures within 7d; deep checks needed");
+              "autoheal: lemon failures=3 users=2 within=7d rule=lemon-node job=" + in_.job.job +
+                  "; 3 unexplained job failures of 2 users within 7d; deep checks needed");
     EXPECT_FALSE(d.requeue);  // nothing says the infrastructure failed
 
-    in_.unexplained_failures = {{"node1", 1}};  // the second one only
+    in_.unexplained_failures = {{"node1", 1, {"1001"}}};  // the second one only
     EXPECT_THAT(Decide(in_).plans, IsEmpty());
     config_.lemon.failures = 0;  // off
-    in_.unexplained_failures = {{"node1", 10}};
+    in_.unexplained_failures = {{"node1", 10, {"1001"}}};
     EXPECT_THAT(Decide(in_).plans, IsEmpty());
 }
 
+// Issue 13.1: one user's failing jobs (`exit 1` four times) must not drain a node: a lemon takes
+// unexplained failures of lemon.min_users distinct users; runs without a known user add none.
+TEST_F(DecisionTest, OneUsersFailingJobsNeverMakeALemon) {
+    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
+    in_.job.nodes = {"node1"};
+    in_.job.user = "1001";
+    in_.reports.resize(1);
+    in_.unexplained_failures = {{"node1", 10, {"1001"}}};
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.outcome, "unexplained");
+    EXPECT_THAT(d.plans, IsEmpty());
+    in_.unexplained_failures = {{"node1", 10, {}}};  // recorded before users were
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    in_.unexplained_failures = {{"node1", 2, {"1001", "1003"}}};
+    EXPECT_EQ(Decide(in_).plans.size(), 1u);
+    config_.lemon.min_users = 3;
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    config_.lemon.min_users = 1;  // a site may choose to count one user
+    in_.unexplained_failures = {{"node1", 2, {"1001"}}};
+    EXPECT_EQ(Decide(in_).plans.size(), 1u);
+}
+
+// A run whose node reports did not all come in is no evidence: it is not counted and drains
+// nothing, whatever the history says.
+TEST_F(DecisionTest, RunsWithMissingReportsNeverCountTowardsLemons) {
+    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
+    in_.job.nodes = {"node1", "node2"};
+    in_.job.user = "1002";
+    in_.reports.resize(1);
+    in_.job.missing_reports = {"node2"};
+    in_.unexplained_failures = {{"node1", 5, {"1001", "1003"}}, {"node2", 5, {"1001", "1003"}}};
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.outcome, "unexplained");
+    EXPECT_FALSE(d.counts_towards_lemons);
+    EXPECT_THAT(d.plans, IsEmpty());
+}
+
 TEST_F(DecisionTest, OnlyUnexplainedFailuresCountTowardsLemons) {
-    in_.unexplained_failures = {{"node1", 5}, {"node2", 5}, {"node3", 5}, {"node4", 5}};
+    in_.unexplained_failures = {{"node1", 5, {"1", "2"}},
+                                {"node2", 5, {"1", "2"}},
+                                {"node3", 5, {"1", "2"}},
+                                {"node4", 5, {"1", "2"}}};
     in_.job.failed = false;
     EXPECT_EQ(Decide(in_).outcome, "ok");
     EXPECT_THAT(Decide(in_).plans, IsEmpty());

@@ -26,7 +26,7 @@ EpilogTestEnv::EpilogTestEnv() {
     config.source = "test";
     config.state_dir = dir.string();
     config.policy.quarantine_file = (dir / "quarantine.json").string();
-    rc.breaker = {0.5, 2, 3600};
+    rc.breaker = {0.5, 2};
     rc.results_wait_seconds = 5;
     rc.kernel_log = (dir / "kernel-%n.log").string();
     tickets = ParseTicketConfig(YAML::Node(), "test", config.state_dir).value();
@@ -102,7 +102,8 @@ void EpilogTestEnv::WriteReports() {
 }
 
 CtldEnv EpilogTestEnv::Env() {
-    return CtldEnv{config, ctx, rc, tickets, engine, *store, slurm, clock, 5};
+    return CtldEnv{config, ctx,   rc,    tickets, engine,
+                   *store, slurm, clock, 5,       ticket_budget_seconds};
 }
 
 EpilogOutcome EpilogTestEnv::RunController() {

@@ -54,6 +54,7 @@ class EpilogTestEnv {
     Config config;
     RemediationConfig rc;
     TicketConfig tickets;
+    double ticket_budget_seconds = 10;  // CtldEnv::ticket_budget_seconds
     Engine engine;
     std::unique_ptr<IncidentStore> store;
     FakeSlurmClient slurm;

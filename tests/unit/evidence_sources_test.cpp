@@ -201,7 +201,7 @@ TEST(RemediationConfig, DefaultsAndErrorsWithLineAndColumn) {
     ASSERT_TRUE(good) << good.error();
     EXPECT_TRUE(good->dry_run);
     EXPECT_EQ(KernelLogFor(*good, "gpu7"), "/var/log/kern-gpu7.log");
-    EXPECT_EQ(good->breaker.window_seconds, 7200);
+    EXPECT_EQ(good->breaker.max_nodes, 5);  // window: accepted, no effect
     auto lemon = ParseRemediationConfig(YAML::Load("lemon: {failures: 4, window: 2d}\n"), "a.yaml");
     ASSERT_TRUE(lemon) << lemon.error();
     EXPECT_EQ(lemon->lemon.failures, 4);

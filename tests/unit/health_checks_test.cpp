@@ -133,6 +133,18 @@ TEST(HealthChecks, ThermalFailsAtSlowdownMinusMargin) {
     EXPECT_EQ(CheckThermal(g, config).status, Status::kFail);
 }
 
+// Issue 13.6: right after a job the GPU is still hot from its load: the epilog's check warns,
+// never calls it a thermal fault (the next prolog checks that it cooled).
+TEST(HealthChecks, ThermalRightAfterTheJobWarnsInsteadOfFailing) {
+    HealthConfig config;
+    GpuSnapshot g = Healthy();
+    g.temperature_c = 89;
+    const CheckResult after = CheckThermal(g, config, /*after_job=*/true);
+    EXPECT_EQ(after.status, Status::kWarn);
+    EXPECT_NE(after.summary.find("right after the job"), std::string::npos) << after.summary;
+    EXPECT_EQ(CheckThermal(g, config).status, Status::kFail);
+}
+
 // Values no GPU can report are NVML's garbage, not evidence: unknown (and flagged so that the
 // verdict is unknown), never fail.
 TEST(HealthChecks, ImplausibleNvmlValuesAreUnknownNotFailures) {

@@ -1,6 +1,7 @@
 // The incident store against real SQLite files in a temporary folder.
 #include "autoheal/remediation/incident_store.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@ namespace autoheal::remediation {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ElementsAre;
 
 // A raw connection, to look at (or tamper with) the file behind the store's back.
 class Raw {
@@ -101,7 +103,7 @@ TEST_F(IncidentStoreTest, OpenCreatesTheSchemaInWalMode) {
     Raw raw(path_);
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
-    EXPECT_EQ(kIncidentSchemaVersion, 3);
+    EXPECT_EQ(kIncidentSchemaVersion, 4);
     for (const char* name : {"incidents", "actions", "tickets", "incidents_node_time",
                              "incidents_gpu_time", "tickets_state_next_attempt", "job_runs",
                              "job_runs_node_time", "runs", "runs_end_time"}) {
@@ -138,13 +140,13 @@ TEST_F(IncidentStoreTest, NewerSchemaIsRefusedAndLeftAlone) {
     {
         Raw raw(path_);
         raw.Exec("CREATE TABLE incidents (id INTEGER PRIMARY KEY, future TEXT)");
-        raw.Exec("PRAGMA user_version = 4");
+        raw.Exec("PRAGMA user_version = 5");
     }
     auto store = IncidentStore::Open(path_.string());
     ASSERT_FALSE(store.ok());
-    EXPECT_NE(store.error().find("schema version 4 is newer"), std::string::npos) << store.error();
+    EXPECT_NE(store.error().find("schema version 5 is newer"), std::string::npos) << store.error();
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "4");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "5");
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "delete");  // not even switched to WAL
 }
 
@@ -504,7 +506,7 @@ TEST_F(IncidentStoreTest, AVersion1FileIsMigratedKeepingItsIncidents) {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "3");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "4");
     EXPECT_EQ(raw.Query("SELECT node FROM incidents"), "n1");
     EXPECT_EQ(raw.Query("SELECT gpu_serial FROM incidents"), "");
     EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE name = 'job_runs'"), "1");
@@ -614,6 +616,21 @@ TEST_F(IncidentStoreTest, JobRunsAreRecordedOnceAndCountedPerDistinctJob) {
     EXPECT_EQ(*store->CountJobRuns("n2", "unexplained", 100), 1);
     EXPECT_EQ(*store->CountJobRuns("n1", "ok", 0), 1);
     EXPECT_EQ(*store->CountJobRuns("n3", "unexplained", 0), 0);
+}
+
+TEST_F(IncidentStoreTest, JobRunUsersAreDistinctAndSkipUnknownOnes) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->RecordJobRun("10", 0, {"n1", "n2"}, 100, "unexplained", "1001").ok());
+    ASSERT_TRUE(store->RecordJobRun("11", 0, {"n1"}, 110, "unexplained", "1001").ok());
+    ASSERT_TRUE(store->RecordJobRun("12", 0, {"n1"}, 120, "unexplained", "1002").ok());
+    ASSERT_TRUE(store->RecordJobRun("13", 0, {"n1"}, 130, "unexplained").ok());  // before v4
+    ASSERT_TRUE(store->RecordJobRun("14", 0, {"n1"}, 140, "ok", "1003").ok());
+    ASSERT_TRUE(store->RecordJobRun("15", 0, {"n1"}, 50, "unexplained", "1004").ok());  // old
+    EXPECT_THAT(*store->JobRunUsers("n1", "unexplained", 100), ElementsAre("1001", "1002"));
+    EXPECT_THAT(*store->JobRunUsers("n2", "unexplained", 100), ElementsAre("1001"));
+    EXPECT_THAT(*store->JobRunUsers("n1", "ok", 0), ElementsAre("1003"));
+    EXPECT_EQ(*store->CountJobRuns("n1", "unexplained", 100), 4);
 }
 
 TEST_F(IncidentStoreTest, InjectionLookingStringsAreStoredVerbatim) {

@@ -8,19 +8,32 @@ namespace autoheal::remediation {
 
 Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTimes& times) {
     auto nodes = UntilSlurmAnswers(env.clock, [&] { return env.slurm.ListNodes(); });
-    if (!nodes) return nodes.status();
-    in->cluster.nodes = std::move(*nodes);
+    if (nodes) {
+        in->cluster.nodes = std::move(*nodes);
+    } else {
+        // The breaker cannot count: no node is taken out, the job is still decided.
+        spdlog::error("autoheal: epilog-ctld: breaker: node states unreadable: {}", nodes.error());
+        in->cluster.nodes_known = false;
+    }
     in->cluster.now = env.clock.Now();
     JobDecision d = Decide(*in);
     if (times.requeued_elsewhere) {
         d.requeue = false;
         d.explanation.clear();
     } else {
-        auto runs = env.store.RecordJobRun(env.ctx.job_id, in->job.restart_count, in->job.nodes,
-                                           in->cluster.now, d.outcome);
-        if (!runs) spdlog::error("autoheal: epilog-ctld: {}", runs.error());
+        RecordJobRunOf(env, *in, d);
     }
     return d;
+}
+
+bool RecordJobRunOf(const CtldEnv& env, const DecisionInput& in, const JobDecision& d) {
+    // job_runs feeds the lemons: an unexplained run that is no evidence is kept as "other".
+    const bool no_evidence = d.outcome == "unexplained" && !d.counts_towards_lemons;
+    auto runs =
+        env.store.RecordJobRun(env.ctx.job_id, in.job.restart_count, in.job.nodes, in.cluster.now,
+                               no_evidence ? "other" : d.outcome, in.job.user);
+    if (!runs) spdlog::error("autoheal: epilog-ctld: {}", runs.error());
+    return runs.ok();
 }
 
 }  // namespace autoheal::remediation

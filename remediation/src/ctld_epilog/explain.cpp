@@ -89,7 +89,7 @@ std::vector<std::string> AwaitNodeResults(const CtldEnv& env,
     return done;
 }
 
-void Finish(const CtldEnv& env) {
+void Finish(const CtldEnv& env, bool deliver_tickets) {
     // The job folders past their retention (job ids wrap: an old folder must not be there when
     // its id comes round again), a bounded number per job end.
     auto cleaned = CleanOldJobRecords(
@@ -97,9 +97,14 @@ void Finish(const CtldEnv& env) {
         env.ctx.job_id);
     if (!cleaned) spdlog::warn("autoheal: epilog-ctld: {}", cleaned.error());
     // Tickets that are due (this job's and earlier ones that could not be delivered).
-    auto delivered = DeliverDueTickets(env.store, env.tickets, env.clock.Now(), 50, 10.0);
-    if (delivered) {
-        for (const std::string& e : delivered->errors) spdlog::warn("autoheal: tickets: {}", e);
+    if (deliver_tickets) {
+        auto delivered = DeliverDueTickets(env.store, env.tickets, env.clock.Now(), 50,
+                                           env.ticket_budget_seconds);
+        if (delivered) {
+            for (const std::string& e : delivered->errors) {
+                spdlog::warn("autoheal: tickets: {}", e);
+            }
+        }
     }
     // Metrics last: deliveries matter more.
     if (env.rc.metrics_dir.empty()) return;

@@ -20,6 +20,7 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     // does not count towards lemons).
     if (job->state == "CANCELLED" || times.requeued_elsewhere) in->job.failed = false;
     in->job.requeueable = job->requeue;
+    in->job.user = std::to_string(job->user_id);
     in->job.excluded = SlurmAdapter::ExpandHostlist(job->exc_nodes);
 
     const std::int64_t now = env.clock.Now();
@@ -27,9 +28,11 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
         auto h = env.store.History(now - 90 * std::int64_t{86400}, node, "");
         if (h) in->history.emplace_back(node, std::move(*h));
     }
+    const std::int64_t lemon_since = now - env.rc.lemon.window_seconds;
     for (const std::string& node : in->job.nodes) {
-        auto n = env.store.CountJobRuns(node, "unexplained", now - env.rc.lemon.window_seconds);
-        if (n) in->unexplained_failures.emplace_back(node, *n);
+        auto n = env.store.CountJobRuns(node, "unexplained", lemon_since);
+        auto users = env.store.JobRunUsers(node, "unexplained", lemon_since);
+        if (n && users) in->unexplained_failures.push_back({node, *n, std::move(*users)});
     }
     auto recent = env.store.History(now - env.rc.correlation.window_seconds, "", "");
     if (recent) in->cluster.recent = std::move(*recent);

@@ -27,6 +27,7 @@ void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::No
     request.gpu_minors = *minors;
     request.config = *hc;
     request.cuda_module = health::ResolveCudaModule(*hc, env.self_exe);
+    request.after_job = true;
     health::HealthReport post = health::RunHealthChecks(request);
     ev->after = post.snapshot;
     diag::EvidenceSet& set = ev->report.evidence;

@@ -15,6 +15,9 @@ namespace autoheal {
 
 inline constexpr const char* kDefaultStateDir = "/var/lib/autoheal";
 inline constexpr std::size_t kMaxConfigBytes = 1 << 20;  // a larger autoheal.yaml is refused
+inline constexpr int kDefaultQuarantineMaxNodes = 16;
+inline constexpr double kDefaultQuarantineMaxFraction = 0.10;
+inline constexpr int kDefaultQuarantineMaxHours = 168;
 
 // The `policy:` section: cluster policy applied by the job_submit plugin at submit time.
 struct PolicySettings {
@@ -22,6 +25,12 @@ struct PolicySettings {
     // Nodes autoheal keeps new jobs away from (JSON, see submit_policy.h). Always set once read:
     // `<state_dir>/quarantine.json` unless the file names another.
     std::string quarantine_file;
+    // Caps on what the quarantine file can do (submit_policy.h): entries in force at once, as a
+    // count (0..100000) and a fraction of the cluster's nodes (0..1), and how far ahead an
+    // entry's `until` may lie (1..8760 hours; an entry further out is ignored).
+    int quarantine_max_nodes = kDefaultQuarantineMaxNodes;
+    double quarantine_max_fraction = kDefaultQuarantineMaxFraction;
+    int quarantine_max_hours = kDefaultQuarantineMaxHours;
 };
 
 // The settings the job_submit plugin applies: state_dir, the `policy:` section and

@@ -6,13 +6,19 @@
 // The quarantine file is JSON, written by the controller epilog through AddToQuarantine and read
 // by the job_submit plugin's reloader thread:
 //   {"nodes": [{"node": "node3", "until": 1790000000, "reason": "autoheal: ..."}]}
-// `until` is in seconds since the epoch; an entry with until <= now is expired and ignored.
+// `until` is in seconds since the epoch; an entry with until <= now is expired and ignored, and
+// so is one whose until lies more than policy.quarantine_max_hours ahead (no entry keeps a node
+// avoided longer than that). Only names slurmctld knows count, and at most
+// min(quarantine_max_nodes, max(1, floor(quarantine_max_fraction x nodes))) entries apply, in file
+// order (oldest first): a broken or hostile list can neither fail submissions nor empty the
+// cluster.
 //
 // No Slurm here: hostlist expressions ("node[1-3]") are expanded by the plugin, which passes
 // plain node names in SubmitContext.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +42,9 @@ struct SubmitPolicy {
     int max_auto_resume = 10;      // policy.max_auto_resume
     bool allow_health_off = true;  // health.allow_off
     std::vector<QuarantinedNode> quarantine;
+    int quarantine_max_nodes = kDefaultQuarantineMaxNodes;           // policy.quarantine_max_nodes
+    double quarantine_max_fraction = kDefaultQuarantineMaxFraction;  // of the cluster's nodes
+    std::int64_t quarantine_max_seconds = kDefaultQuarantineMaxHours * 3600;
 };
 
 // The policy for the settings read from autoheal.yaml (ScanSubmitSettings) and a quarantine list.
@@ -46,6 +55,10 @@ SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
 struct SubmitContext {
     std::vector<std::string> req_nodes;  // -w / --nodelist
     std::vector<std::string> exc_nodes;  // -x / --exclude, as submitted
+    // Whether slurmctld knows a node of this name (find_node_record); unset: every name is
+    // known. A name Slurm does not know in exc_nodes would fail the submission.
+    std::function<bool(const std::string&)> is_known_node;
+    int cluster_nodes = 0;  // nodes slurmctld knows, for quarantine_max_fraction; 0: unknown
 };
 
 struct SubmitDecision {
@@ -63,10 +76,21 @@ struct SubmitDecision {
 // - refused when --auto-resume asks for more than policy.max_auto_resume, or when
 //   --health-check=off is given and policy.allow_health_off is false;
 // - an auto-resume job is forced requeueable (requeue is how autoheal resumes it);
-// - every quarantined node with until > now is excluded, unless the job names it in
+// - the quarantined nodes in force (ActiveQuarantine) are excluded, unless the job names one in
 //   req_nodes (an explicit request wins) or already excludes it.
 SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& policy,
                               const SubmitContext& context, std::int64_t now);
+
+// The quarantine entries that apply at `now`, in file order: until > now and at most
+// quarantine_max_seconds ahead, a node name context.is_known_node accepts, one entry per node,
+// and no more than QuarantineLimit(policy, context.cluster_nodes) of them.
+std::vector<QuarantinedNode> ActiveQuarantine(const SubmitPolicy& policy,
+                                              const SubmitContext& context, std::int64_t now);
+
+// The most quarantined nodes that apply at once: min(quarantine_max_nodes,
+// max(1, floor(quarantine_max_fraction x cluster_nodes))); quarantine_max_nodes when
+// cluster_nodes is 0. quarantine_max_nodes: 0 turns the quarantine off.
+int QuarantineLimit(const SubmitPolicy& policy, int cluster_nodes);
 
 // The decision for `scontrol update` on an existing job. `stored_auto_resume`: the job's stored
 // job-control environment has AUTOHEAL_AUTO_RESUME; `requeue`: the update's requeue value, if it

@@ -90,7 +90,11 @@ CheckResult CheckRetiredPages(const GpuSnapshot& gpu);
 CheckResult CheckRecoveryAction(const GpuSnapshot& gpu);
 CheckResult CheckPcieLink(const GpuSnapshot& gpu, const GpuModel* model);
 CheckResult CheckNvLink(const GpuSnapshot& gpu, const GpuModel* model);
-CheckResult CheckThermal(const GpuSnapshot& gpu, const HealthConfig& config);
+// Before a job: fails at the slowdown temperature minus temperature_margin_c. Right after one
+// (`after_job`, the epilog's check) a GPU still hot from the job's load is no fault: the same
+// reading is a warning, and the next prolog checks that it cooled.
+CheckResult CheckThermal(const GpuSnapshot& gpu, const HealthConfig& config,
+                         bool after_job = false);
 CheckResult CheckClockEvents(const GpuSnapshot& gpu);
 CheckResult CheckPersistence(const GpuSnapshot& gpu);
 CheckResult CheckLeftovers(const GpuSnapshot& gpu);

@@ -16,6 +16,7 @@ struct RunRequest {
     std::vector<unsigned> gpu_minors;  // the job's GPUs (/dev/nvidiaN); empty: every GPU
     HealthConfig config;
     std::string cuda_module;  // resolved path of the CUDA check module; empty: none
+    bool after_job = false;   // the epilog's check: a GPU still hot from the job is no fault
 };
 
 HealthReport RunHealthChecks(const RunRequest& request);

@@ -30,7 +30,8 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
 EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx,
                                   const std::string& self_exe);
 
-// Delivers the tickets that are due (the CLI and every controller epilog call it).
+// Delivers the tickets that are due (the CLI and every controller epilog call it), unless another
+// process is delivering them right now (then nothing, and ok: they are in hand).
 EpilogOutcome DeliverPendingTickets(const Config& config, double budget_seconds);
 
 }  // namespace autoheal::remediation

@@ -2,10 +2,14 @@
 // its inputs, run in this order by RunControllerPipeline:
 //   LoadFacts → CollectReports → DecideJob → RecordIncidents → Act → Requeue → Explain
 //   → AwaitNodeResults → Finish
-// LoadFacts, DecideJob and RecordIncidents stop the run when they fail (nothing was done yet, or
-// the store cannot hold what would be done). From Act on every step runs even when an earlier
-// one failed or threw: a failed Act still lets the job be requeued, the run and decision be
-// recorded; the failing step is logged and recorded as a "step" action on the job's incident.
+// The controller lock (one decision at a time) covers DecideJob to Explain only; Finish's
+// ticket delivery runs under its own lock, which a job end takes only when it is free.
+// LoadFacts and DecideJob stop the run when they fail (nothing was done yet). When
+// RecordIncidents fails on the store, the run goes on recording into a store in memory, saved
+// to the spool at the end (SpoolRun) and imported by a later run (ImportSpooledRuns). From Act
+// on every step runs even when an earlier one failed or threw: a failed Act still lets the job
+// be requeued, the run and decision be recorded; the failing step is logged and recorded as a
+// "step" action on the job's incident.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +44,12 @@ struct CtldEnv {
     Clock& clock;
     // How long AwaitNodeResults waits for the nodes' result files.
     double node_results_wait_seconds = 75;
+    // No ticket delivery starts after this many seconds in Finish (one started runs to its
+    // sink's timeout).
+    double ticket_budget_seconds = 10;
+    // `store` is a store in memory because the one on disk could not be opened: the run is
+    // saved to the spool at the end.
+    bool spooling = false;
 };
 
 std::uint32_t JobIdOf(const CtldEnv& env);
@@ -69,9 +79,11 @@ void CollectReports(const CtldEnv& env, const JobTimes& times, DecisionInput* in
 // incidents and the topology, into `in`.
 Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in);
 
-// REQUIRES: the controller lock is held. Reads every node's state (for the breaker), decides,
-// and records the job run (unless requeued elsewhere).
+// REQUIRES: the controller lock is held. Reads every node's state (for the breaker; unreadable:
+// no node is taken out), decides, and records the job run (unless requeued elsewhere).
 Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTimes& times);
+// The job run's rows for the lemons (DecideJob's record); a store error is logged.
+bool RecordJobRunOf(const CtldEnv& env, const DecisionInput& in, const JobDecision& d);
 
 struct Incidents {
     std::map<std::string, std::int64_t> of_node;  // nodes whose evidence fired a rule
@@ -117,8 +129,17 @@ std::vector<std::string> AwaitNodeResults(const CtldEnv& env,
                                           const std::vector<AskedNodeAction>& asked);
 
 // Removes job folders past remediation.jobs_retention_days (CleanOldJobRecords), delivers due
-// tickets and writes the metrics.
-void Finish(const CtldEnv& env);
+// tickets (when `deliver_tickets`: the caller holds the ticket lock) and writes the metrics.
+// Runs outside the decision lock.
+void Finish(const CtldEnv& env, bool deliver_tickets);
+
+// The spool: when the store fails (full disk, locked, corrupt), the run is recorded in a store
+// in memory (the drain and the requeue still happen) and SpoolRun saves it under
+// SpoolDir(state_dir); ImportSpooledRuns, at a later job end with a working store, imports
+// each saved run (ImportFrom) and removes its file. Returns the incidents imported.
+std::string SpoolDir(const std::string& state_dir);
+void SpoolRun(const CtldEnv& env, IncidentStore& spooled);
+int ImportSpooledRuns(const CtldEnv& env);
 
 // The whole controller epilog on `env` (steps above). REQUIRES: the rules loaded in env.engine.
 EpilogOutcome RunControllerPipeline(const CtldEnv& env);

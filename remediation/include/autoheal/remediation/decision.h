@@ -14,11 +14,15 @@
 //    store's recent incidents (within the window) -> one incident for the switch, one network
 //    ticket naming it, and no node tickets.
 // 4b. Lemons: a failed run that nothing explains (no node named, cause unknown or an NCCL
-//    timeout) counts against each of its nodes; a node with `lemon.failures` such jobs within
-//    `lemon.window` (this one included) is drained for deep checks.
-// 5. The breaker: nodes autoheal took out within its window (from Slurm's node states) plus the
-//    ones this decision would take out, against max_nodes and max_fraction of the cluster;
-//    beyond it the node actions are held (recorded, alerted, culprits quarantined).
+//    timeout) and for which every node reported counts against each of its nodes; a node with
+//    `lemon.failures` such jobs of at least `lemon.min_users` distinct users within
+//    `lemon.window` (this one included) is drained for deep checks. One user's failing jobs
+//    never make a lemon, and a run whose own bug explains it never counts.
+// 5. The breaker: the nodes autoheal holds out of service now (from Slurm's node states, however
+//    long ago they were taken out) plus the ones this decision would take out, against
+//    max_nodes and max_fraction of the cluster; beyond it the node actions are held (recorded,
+//    alerted, culprits quarantined). When the node states could not be read, every action that
+//    takes a node out is held.
 // 6. Requeue: the job failed, asked for --auto-resume, the cause is an infrastructure one the
 //    rule allows to requeue, and the restarts are under the cap; culprits (and the switch's
 //    nodes) join the job's excluded nodes.
@@ -41,6 +45,7 @@ namespace autoheal::remediation {
 
 struct JobFacts {
     std::string job;
+    std::string user;  // the job's user (uid); empty when unknown
     int restart_count = 0;
     bool failed = false;                       // non-zero exit, signal or node failure
     std::optional<int> auto_resume;            // the job's cap; absent = not opted in
@@ -52,6 +57,7 @@ struct JobFacts {
 
 struct ClusterView {
     std::vector<NodeInfo> nodes;              // every node, for the breaker
+    bool nodes_known = true;                  // false: Slurm's node states could not be read
     std::vector<SwitchInfo> switches;         // topology; empty without one
     std::vector<diag::HistoryRecord> recent;  // incidents within the correlation window
     std::int64_t now = 0;
@@ -100,9 +106,18 @@ struct JobDecision {
     // nothing named a node) or "other" (it failed of a cause that blames no node, such as a
     // software dependency).
     std::string outcome = "ok";
+    // An unexplained failure with every node's report in: what counts towards lemons. A run
+    // with a missing report is "unexplained" in `runs` but never a lemon's evidence.
+    bool counts_towards_lemons = false;
     bool requeue = false;
     std::vector<std::string> exclude;  // the job's excluded nodes after this decision
     std::string explanation;           // one line for the user (AdminComment)
+};
+
+struct UnexplainedFailures {
+    std::string node;
+    int jobs = 0;                    // distinct earlier jobs
+    std::vector<std::string> users;  // their distinct users (runs without one not listed)
 };
 
 struct DecisionInput {
@@ -113,8 +128,8 @@ struct DecisionInput {
     const RemediationConfig* config = nullptr;
     // Escalation history per node; may be empty.
     std::vector<std::pair<std::string, std::vector<diag::HistoryRecord>>> history;
-    // Per node: distinct earlier jobs within lemon.window that failed unexplained on it.
-    std::vector<std::pair<std::string, int>> unexplained_failures;
+    // Per node: the earlier jobs within lemon.window that failed unexplained on it.
+    std::vector<UnexplainedFailures> unexplained_failures;
 };
 
 JobDecision Decide(const DecisionInput& input);
@@ -142,8 +157,8 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json);
 // Short evidence words for a diagnosis: "xid 79, GPU 0000:3b:00.0" or the rule name.
 std::string DescribeEvidence(const diag::Diagnosis& d);
 
-// Nodes autoheal took out of service (our reason) since `since`.
-int NodesTakenOut(const std::vector<NodeInfo>& nodes, std::int64_t since);
+// Nodes autoheal holds out of service: drained, down or rebooting with an autoheal reason.
+int NodesTakenOut(const std::vector<NodeInfo>& nodes);
 
 // The most nodes autoheal may hold out of service at once on a cluster of `total` nodes
 // (at least one: a small cluster can still lose its one broken node).

@@ -29,7 +29,7 @@ struct sqlite3;
 namespace autoheal::remediation {
 
 // The schema version this build writes (PRAGMA user_version once migrated).
-inline constexpr int kIncidentSchemaVersion = 3;
+inline constexpr int kIncidentSchemaVersion = 4;
 
 // The most records History(), Incidents(), Actions() and Tickets() return.
 inline constexpr int kHistoryLimit = 1000;
@@ -128,6 +128,19 @@ class IncidentStore {
     // database, on one with a newer schema version, or when WAL mode cannot be enabled.
     static Result<std::unique_ptr<IncidentStore>> Open(const std::string& path);
 
+    // A store in memory (the same schema): where the controller epilog records a run when the
+    // store on disk fails (full disk, locked, corrupt), so that it still drains and requeues.
+    static Result<std::unique_ptr<IncidentStore>> OpenInMemory();
+
+    // Writes the whole store to a new file `path` (which must not exist), to be imported later.
+    Result<bool> SaveTo(const std::string& path);
+
+    // Imports what a store saved by SaveTo holds, in one transaction: its incidents (an
+    // incident whose dedup_key is here already is not added again: its actions and tickets go
+    // to the one here), actions, tickets, job runs and runs, none twice. Returns the incidents
+    // it held. The file itself is left alone.
+    Result<int> ImportFrom(const std::string& path);
+
     ~IncidentStore();
     IncidentStore(const IncidentStore&) = delete;
     IncidentStore& operator=(const IncidentStore&) = delete;
@@ -174,14 +187,20 @@ class IncidentStore {
 
     // Records that run `run` of `job` used `nodes` and ended with `outcome` ("ok", "own" for the
     // job's own bug, "blamed" when a node was named, "unexplained" when it failed and nothing
-    // named a node). Idempotent per (job, run, node); true when anything was added.
+    // named a node). `user`: the job's user (its uid), empty when unknown. Idempotent per
+    // (job, run, node); true when anything was added.
     Result<bool> RecordJobRun(const std::string& job, int run,
                               const std::vector<std::string>& nodes, std::int64_t time,
-                              const std::string& outcome);
+                              const std::string& outcome, const std::string& user = "");
 
     // How many distinct jobs ran on `node` since `since` and ended with `outcome`.
     Result<int> CountJobRuns(const std::string& node, const std::string& outcome,
                              std::int64_t since);
+
+    // The distinct users (sorted; runs without one left out) whose jobs ran on `node` since
+    // `since` and ended with `outcome`.
+    Result<std::vector<std::string>> JobRunUsers(const std::string& node,
+                                                 const std::string& outcome, std::int64_t since);
 
     // Records a decided job run; idempotent per (job, run): true when added.
     Result<bool> RecordRun(const RunRecord& run);
@@ -203,6 +222,7 @@ class IncidentStore {
     Result<std::vector<std::pair<std::string, std::int64_t>>> CountTicketsByState();
 
   private:
+    Result<int> ImportAttached();
     explicit IncidentStore(sqlite3* db, std::string path);
 
     sqlite3* db_;

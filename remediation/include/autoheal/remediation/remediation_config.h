@@ -14,9 +14,10 @@
 //   gpu_reset_command: [/usr/bin/nvidia-smi, --gpu-reset, -i, "{gpu}"]   # argv, no shell,
 //                                                 # absolute program; {gpu} = PCI id
 //   quarantine_hours: 24           # soft-avoid culprits autoheal could not take out
-//   breaker: {max_fraction: 0.10, max_nodes: 16, window: 1h}
+//   breaker: {max_fraction: 0.10, max_nodes: 16}   # nodes autoheal holds out at once
 //   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
-//   lemon: {failures: 3, window: 7d}   # a node in this many unexplained job failures: drained
+//   lemon: {failures: 3, min_users: 2, window: 7d}   # unexplained job failures of several
+//                                  # users on one node: drained
 //   tickets: {...}                 # sinks, see tickets.h
 //   metrics_dir: /var/lib/prometheus/node-exporter   # Prometheus textfiles (metrics.h); empty:
 //                                  # none (default)
@@ -33,10 +34,12 @@
 
 namespace autoheal::remediation {
 
+// The most nodes autoheal may hold out of service at once: every node Slurm shows drained, down
+// or rebooting with an autoheal reason counts, however long ago it was taken out. (`window:`,
+// which earlier versions read, is still accepted and has no effect.)
 struct BreakerConfig {
-    double max_fraction = 0.10;          // of the cluster's nodes
-    int max_nodes = 16;                  // absolute
-    std::int64_t window_seconds = 3600;  // nodes autoheal took out within this window count
+    double max_fraction = 0.10;  // of the cluster's nodes
+    int max_nodes = 16;          // absolute
 };
 
 struct CorrelationConfig {
@@ -44,10 +47,12 @@ struct CorrelationConfig {
     int min_nodes = 2;
 };
 
-// A "lemon": a node that keeps failing jobs (distinct jobs that failed while nothing named a
-// node) although its checks pass. 0 failures turns the detection off.
+// A "lemon": a node that keeps failing jobs (distinct jobs, of at least min_users distinct users,
+// that failed while nothing named a node and every node reported) although its checks pass.
+// 0 failures turns the detection off.
 struct LemonConfig {
     int failures = 3;
+    int min_users = 2;  // distinct users among those failures (1..1000)
     std::int64_t window_seconds = 7LL * 86400;
 };
 
