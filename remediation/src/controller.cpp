@@ -1,13 +1,11 @@
 #include "autoheal/remediation/controller.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <exception>
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/file_lock.h"
 #include "autoheal/remediation/node_epilog_steps.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -72,22 +70,6 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
 // ------------------------------------------------------------------------ controller epilog
 namespace {
 
-class FileLock {
-  public:
-    explicit FileLock(const std::string& path) {
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd_ >= 0) ::flock(fd_, LOCK_EX);
-    }
-    ~FileLock() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    FileLock(const FileLock&) = delete;
-    FileLock& operator=(const FileLock&) = delete;
-
-  private:
-    int fd_ = -1;
-};
-
 // Runs a step that must not stop the ones after it: an exception is logged and recorded as a
 // failed "step" action on the job's incident.
 template <typename Step>
@@ -130,8 +112,13 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     in.job.auto_resume = env.ctx.options.auto_resume;
     in.job.nodes = SlurmAdapter::ExpandHostlist(env.ctx.nodelist);
     CollectReports(env, &in);
+    const AgentActed agent = AddAgentEvidence(env, &in);
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};
+    // autoheal-agent requeued or ended this run while it ran: one requeue per fault.
+    times->agent_ended = agent.ended;
+    times->requeued_elsewhere = times->requeued_elsewhere || agent.ended;
+    if (agent.requeued) RenewBeginTime(env);
 
     ActOutcome acted;
     std::string requeue_failure;

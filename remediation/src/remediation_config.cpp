@@ -174,6 +174,11 @@ Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::st
             config->requeue_delay_seconds > 3600) {
             return bad("seconds from 1 to 3600");
         }
+    } else if (key == "no_progress_requeues") {
+        if (!YamlRead(v, &config->no_progress_requeues) || config->no_progress_requeues < 0 ||
+            config->no_progress_requeues > 100) {
+            return bad("a whole number from 0 (off) to 100");
+        }
     } else if (key == "gpu_reset_command") {
         auto argv = ParseCommand(v, source, key);
         if (!argv) return argv.status();
