@@ -13,6 +13,7 @@
 
 #include "autoheal/core/submit_policy.h"
 #include "autoheal/diag/taxonomy.h"
+#include "autoheal/remediation/agent_heartbeat.h"
 #include "autoheal/remediation/controller.h"
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/metrics.h"
@@ -137,7 +138,7 @@ std::optional<Setup> SetUp(const char* command, bool create_store = false) {
 constexpr const char* kStatusUsage =
     "usage: autoheal status [--json]\n"
     "  Nodes autoheal holds out of service (why, since when, their tickets), the breaker,\n"
-    "  quarantined nodes and tickets not delivered yet.\n";
+    "  quarantined nodes, tickets not delivered yet and each node agent's last heartbeat.\n";
 
 constexpr const char* kIncidentsUsage =
     "usage: autoheal incidents [--since 7d] [--until DATE] [--node NAME] [--cause CAUSE]\n"
@@ -159,6 +160,33 @@ constexpr const char* kTicketsUsage =
     "usage: autoheal tickets [--all] [--deliver] [--json]\n"
     "  Tickets not delivered yet (--all: every ticket), with attempts and the last error.\n"
     "  --deliver tries the due ones now.\n";
+
+nlohmann::json AgentsJson(const std::vector<remediation::HeartbeatRecord>& agents) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const remediation::HeartbeatRecord& h : agents) {
+        a.push_back({{"node", h.node},
+                     {"heartbeat", h.time},
+                     {"pid", h.pid},
+                     {"started", h.started},
+                     {"faults", h.faults},
+                     {"last_fault", h.last_fault},
+                     {"last_fault_time", h.last_fault_time}});
+    }
+    return a;
+}
+
+// autoheal-agent's heartbeats (state_dir/agents/<node>.json), one line per node.
+void PrintAgents(const std::vector<remediation::HeartbeatRecord>& agents, std::int64_t now) {
+    std::printf("agents: %zu\n", agents.size());
+    if (agents.empty()) return;
+    Table t({"NODE", "LAST HEARTBEAT", "AGO", "UP SINCE", "FAULTS", "LAST FAULT"});
+    for (const remediation::HeartbeatRecord& h : agents) {
+        t.Add({h.node, FormatTime(h.time), FormatDuration(now - h.time), FormatTime(h.started),
+               std::to_string(h.faults),
+               h.last_fault.empty() ? "-" : h.last_fault + " " + FormatTime(h.last_fault_time)});
+    }
+    t.Print(stdout);
+}
 
 }  // namespace
 
@@ -193,6 +221,8 @@ int Status(const std::vector<std::string>& argv) {
     }
     int undelivered = 0;
     for (const TicketRow& t : all_tickets) undelivered += t.state != "delivered" ? 1 : 0;
+    const std::vector<remediation::HeartbeatRecord> agents =
+        remediation::ReadHeartbeats(s->config.state_dir);
 
     nlohmann::json held = nlohmann::json::array();
     Table table({"NODE", "STATE", "SINCE", "FOR", "REASON", "TICKETS"});
@@ -226,6 +256,7 @@ int Status(const std::vector<std::string>& argv) {
               {{"open", open}, {"taken_out", taken}, {"limit", limit}, {"nodes", nodes->size()}}},
              {"quarantine", q},
              {"tickets_undelivered", undelivered},
+             {"agents", AgentsJson(agents)},
              {"dry_run", s->rc.dry_run}});
         return 0;
     }
@@ -245,6 +276,7 @@ int Status(const std::vector<std::string>& argv) {
     }
     std::printf("tickets not delivered yet: %d%s\n", undelivered,
                 undelivered > 0 ? " (autoheal tickets)" : "");
+    PrintAgents(agents, now);
     return 0;
 }
 

@@ -12,6 +12,8 @@
 # Absolute destinations honour DESTDIR (file(INSTALL) prepends it).
 set(AUTOHEAL_STATE_DIR /var/lib/autoheal)
 set(AUTOHEAL_LOG_DIR /var/log/autoheal)
+# autoheal-agent.service (agent/CMakeLists.txt): where Debian keeps packaged units.
+set(AUTOHEAL_SYSTEMD_UNIT_DIR /lib/systemd/system CACHE PATH "Where make install puts the systemd units")
 
 install(CODE "
     if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")

@@ -36,6 +36,7 @@ void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& c
     rem::PrologBaseline baseline;
     baseline.time = static_cast<std::int64_t>(std::time(nullptr));
     baseline.kernel_cursor = kernel_cursor;
+    baseline.options = ctx.options;
     if (report != nullptr) baseline.snapshot = report->snapshot;
     auto written = rem::WriteJobRecord(state_dir, rem::PrologFile(state_dir, ctx.job_id, ctx.node),
                                        rem::PrologBaselineToJson(baseline, report), 0640);

@@ -2,7 +2,8 @@
 # make bench: the log classifier benchmark (bench/classify_bench.sh: `autoheal classify` against
 # ripgrep with the same patterns, on a generated 1 GiB log), the prolog's overhead, the time from
 # a job's failure to its rerun with autoheal and with Slurm's own requeue (bench/requeue_bench.sh,
-# a local cluster with stock timing, about 3 minutes), the submit throughput with and without the
+# a local cluster with stock timing, about 3 minutes), autoheal-agent's fault-to-rerun time
+# against a hung job's own time limit and its idle cost (bench/agent_bench.sh), the submit throughput with and without the
 # job_submit and SPANK plugins (bench/submit_bench.sh, bursts of 1,000 sbatch on a local cluster
 # of its own), then every benchmark program the build produced (build/bin/bench_*, among them
 # bench_decision: the controller's decision for a 2,048-node job). Each prints its own ratios
@@ -20,6 +21,9 @@ echo "== prolog_bench"
 
 echo "== requeue_bench"
 "$repo/bench/requeue_bench.sh" "$build_dir" || rc=1
+
+echo "== agent_bench"
+"$repo/bench/agent_bench.sh" "$build_dir" || rc=1
 
 echo "== submit_bench"
 "$repo/bench/submit_bench.sh" "$build_dir" || rc=1

@@ -60,12 +60,14 @@ Result<Config> ParseConfig(std::string_view text, std::string_view source_name) 
         for (const auto& item : root) {
             const std::string key = item.first.as<std::string>();
             const YAML::Node& value = item.second;
-            if (key == "health" || key == "remediation") {
+            if (key == "health" || key == "remediation" || key == "agent") {
                 if (!value.IsMap()) {
                     return MakeError(Where(source_name, value.Mark()) + ": " + key +
                                      ": expected a mapping of settings");
                 }
-                (key == "health" ? config.health : config.remediation) = value;
+                (key == "health"        ? config.health
+                 : key == "remediation" ? config.remediation
+                                        : config.agent) = value;
                 continue;
             }
             if (key == "policy") continue;  // read with state_dir below, as the plugin does

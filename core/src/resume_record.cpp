@@ -1,5 +1,6 @@
 #include "autoheal/core/resume_record.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,11 @@ std::string ResumeRecordToJson(const ResumeRecord& r) {
     nlohmann::json j{{"restart", r.restart},
                      {"cause", r.cause},
                      {"explanation", r.explanation},
-                     {"excluded", r.excluded}};
+                     {"excluded", r.excluded},
+                     {"stalled_requeues", r.stalled_requeues}};
+    if (r.checkpoint_step) {
+        j["checkpoint"] = {{"step", *r.checkpoint_step}, {"mtime", r.checkpoint_mtime}};
+    }
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -34,6 +39,19 @@ Result<ResumeRecord> ResumeRecordFromJson(const std::string& json) {
     r.cause = str("cause");
     r.explanation = str("explanation");
     r.excluded = str("excluded");
+    if (j.contains("stalled_requeues") && j["stalled_requeues"].is_number_integer()) {
+        r.stalled_requeues = static_cast<int>(
+            std::clamp<std::int64_t>(j["stalled_requeues"].get<std::int64_t>(), 0, 1000));
+    }
+    if (j.contains("checkpoint") && j["checkpoint"].is_object()) {
+        const nlohmann::json& c = j["checkpoint"];
+        if (c.contains("step") && c["step"].is_number_integer()) {
+            r.checkpoint_step = c["step"].get<std::int64_t>();
+        }
+        if (c.contains("mtime") && c["mtime"].is_number_integer()) {
+            r.checkpoint_mtime = c["mtime"].get<std::int64_t>();
+        }
+    }
     return r;
 }
 

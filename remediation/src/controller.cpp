@@ -1,9 +1,6 @@
 #include "autoheal/remediation/controller.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <exception>
@@ -11,6 +8,7 @@
 #include <optional>
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/file_lock.h"
 #include "autoheal/remediation/node_epilog_steps.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -76,38 +74,9 @@ EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
 // ------------------------------------------------------------------------ controller epilog
 namespace {
 
-// An exclusive flock on `path`, held until destroyed. kWait waits for it; kTry takes it only
-// when no other process holds it (held() says whether it was taken).
-class FileLock {
-  public:
-    enum Mode { kWait, kTry };
-    explicit FileLock(const std::string& path, Mode mode = kWait) {
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd_ < 0) return;
-        int rc = 0;
-        do {
-            rc = ::flock(fd_, LOCK_EX | (mode == kTry ? LOCK_NB : 0));
-        } while (rc != 0 && errno == EINTR);
-        if (rc != 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-    }
-    ~FileLock() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    FileLock(const FileLock&) = delete;
-    FileLock& operator=(const FileLock&) = delete;
-    bool held() const { return fd_ >= 0; }
-
-  private:
-    int fd_ = -1;
-};
-
 // One delivery at a time on this controller (no ticket goes out twice), apart from the decision
 // lock: a sink that hangs holds up no decision.
 std::string TicketLockPath(const std::string& state_dir) { return state_dir + "/tickets.lock"; }
-
 // Runs a step that must not stop the ones after it: an exception is logged and recorded as a
 // failed "step" action on the job's incident.
 template <typename Step>
@@ -152,6 +121,11 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};
     CollectReports(env, *times, &in);
+    const AgentActed agent = AddAgentEvidence(env, &in);
+    // autoheal-agent requeued or ended this run while it ran: one requeue per fault.
+    times->agent_ended = agent.ended;
+    times->requeued_elsewhere = times->requeued_elsewhere || agent.ended;
+    if (agent.requeued) RenewBeginTime(env);
 
     ActOutcome acted;
     std::string requeue_failure;

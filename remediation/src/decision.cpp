@@ -380,6 +380,17 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
     }
 }
 
+// Requeues in a row without checkpoint progress, counting the one this run would be: the
+// newest checkpoint is known and not past where it stood at the last requeue. Unknown (no
+// checkpoint folder, no report from the batch host): 0.
+int StalledRequeues(const JobFacts& job) {
+    if (!job.checkpoint || !job.checkpoint_at_requeue) return 0;
+    const CheckpointMark& now = *job.checkpoint;
+    const CheckpointMark& then = *job.checkpoint_at_requeue;
+    const bool advanced = now.step != then.step ? now.step > then.step : now.mtime > then.mtime;
+    return advanced ? 0 : job.stalled_requeues + 1;
+}
+
 // 6. Requeue: the exclusions, whether the job is requeued and the line that tells its user why.
 void DecideRequeue(const DecisionInput& in, bool requeue_by_rule, JobDecision* decision) {
     JobDecision& out = *decision;
@@ -400,6 +411,10 @@ void DecideRequeue(const DecisionInput& in, bool requeue_by_rule, JobDecision* d
             out.explanation =
                 "autoheal: job ended normally; " + out.summary + " seen on its nodes and handled";
         }
+    } else if (in.job.exit_status == kNoRequeueExitCode) {
+        out.explanation = "autoheal: " + (out.summary.empty() ? "no cause found" : out.summary) +
+                          "; not requeued: the job exited " + std::to_string(kNoRequeueExitCode) +
+                          " (its own \"do not requeue\")";
     } else if (!in.job.auto_resume) {
         out.explanation = "autoheal: " + (out.summary.empty() ? "no cause found" : out.summary) +
                           "; not requeued: the job did not ask for --auto-resume";
@@ -420,8 +435,15 @@ void DecideRequeue(const DecisionInput& in, bool requeue_by_rule, JobDecision* d
         out.explanation = "autoheal: not requeued: " + out.summary +
                           ", but the job is not "
                           "requeueable (--no-requeue)";
+    } else if (const int limit = in.config != nullptr ? in.config->no_progress_requeues : 0;
+               limit > 0 && StalledRequeues(in.job) >= limit) {
+        out.explanation = "autoheal: not requeued: " + out.summary +
+                          ", but its newest checkpoint (step " +
+                          std::to_string(in.job.checkpoint->step) + ") has not advanced across " +
+                          std::to_string(limit) + " requeues (no-progress breaker)";
     } else {
         out.requeue = true;
+        out.stalled_requeues = StalledRequeues(in.job);
         out.explanation =
             "autoheal: requeued " + restarts + " after " + out.summary + excluded_words;
     }

@@ -272,6 +272,9 @@ std::string NodeReportToJson(const NodeReport& r) {
         j["gpus"].push_back(
             {{"pci", g.pci}, {"uuid", g.uuid}, {"serial", g.serial}, {"name", g.name}});
     }
+    if (r.checkpoint) {
+        j["checkpoint"] = {{"step", r.checkpoint->step}, {"mtime", r.checkpoint->mtime}};
+    }
     j["local_cause"] = r.local_cause;
     j["problems"] = r.problems;
     // Invalid UTF-8 from a log is replaced rather than refused.
@@ -303,6 +306,10 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
             r.gpus.push_back({Str(g, "pci"), Str(g, "uuid"), Str(g, "serial"), Str(g, "name")});
         }
     }
+    if (j.contains("checkpoint") && j["checkpoint"].is_object()) {
+        r.checkpoint = CheckpointMark{Int(j["checkpoint"], "step", std::int64_t{-1}),
+                                      Int(j["checkpoint"], "mtime", std::int64_t{0})};
+    }
     r.local_cause = Str(j, "local_cause");
     r.problems = Strings(j, "problems");
     if (r.node.empty()) return MakeError(ErrorCode::kInvalid, "no node named");
@@ -317,6 +324,10 @@ std::string PrologBaselineToJson(const PrologBaseline& b, const health::HealthRe
     j["version"] = b.version;
     j["time"] = b.time;
     j["kernel_cursor"] = b.kernel_cursor;
+    nlohmann::json options = nlohmann::json::object();
+    if (b.options.auto_resume) options["auto_resume"] = *b.options.auto_resume;
+    if (b.options.ckpt_dir) options["ckpt_dir"] = *b.options.ckpt_dir;
+    j["options"] = options;
     if (b.snapshot) {
         j["snapshot"] = nlohmann::json::parse(health::SnapshotToJson(*b.snapshot), nullptr, false);
     } else {
@@ -335,6 +346,15 @@ Result<PrologBaseline> PrologBaselineFromJson(const std::string& json) {
         return MakeError(ErrorCode::kInvalid, "prolog baseline: kernel_cursor is not text");
     }
     b.kernel_cursor = Str(j, "kernel_cursor");
+    if (j.contains("options") && j["options"].is_object()) {
+        const nlohmann::json& o = j["options"];
+        if (o.contains("auto_resume") && o["auto_resume"].is_number_integer()) {
+            b.options.auto_resume = o["auto_resume"].get<int>();
+        }
+        if (o.contains("ckpt_dir") && o["ckpt_dir"].is_string()) {
+            b.options.ckpt_dir = o["ckpt_dir"].get<std::string>();
+        }
+    }
     if (j.contains("snapshot")) {
         b.snapshot = health::SnapshotFromJson(j["snapshot"].dump());
         if (!b.snapshot) {
@@ -403,6 +423,77 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
         }
     }
     return d;
+}
+
+bool AgentRecord::EndedRun() const {
+    return (job_action == "requeue" || job_action == "end") && outcome == "done";
+}
+
+std::string AgentFile(const std::string& state_dir, const std::string& job, int restart,
+                      const std::string& node) {
+    return JobDir(state_dir, job) + "/run" + std::to_string(restart) + "/" + node + ".agent.json";
+}
+
+std::string AgentRecordToJson(const AgentRecord& r) {
+    nlohmann::json j{{"version", r.version},
+                     {"job", r.job},
+                     {"node", r.node},
+                     {"restart", r.restart},
+                     {"time", r.time},
+                     {"rule", r.rule},
+                     {"cause", r.cause},
+                     {"gpu", r.gpu},
+                     {"job_action", r.job_action},
+                     {"outcome", r.outcome},
+                     {"explanation", r.explanation}};
+    j["evidence"] = EvidenceSetJson(r.evidence);
+    return j.dump(-1, ' ', false, kReplace) + "\n";
+}
+
+Result<AgentRecord> AgentRecordFromJson(const std::string& json) {
+    auto parsed = ParseRecord(json, "agent record", kAgentRecordVersion, false);
+    if (!parsed) return parsed.status();
+    const nlohmann::json& j = *parsed;
+    AgentRecord r;
+    r.job = Str(j, "job");
+    r.node = Str(j, "node");
+    if (r.node.empty()) return MakeError(ErrorCode::kInvalid, "agent record: no node");
+    r.restart = Int(j, "restart", 0);
+    r.time = Int(j, "time", std::int64_t{0});
+    r.rule = Str(j, "rule");
+    r.cause = Str(j, "cause");
+    r.gpu = Str(j, "gpu");
+    r.job_action = Str(j, "job_action");
+    r.outcome = Str(j, "outcome");
+    r.explanation = Str(j, "explanation");
+    if (j.contains("evidence")) {
+        auto ev = EvidenceSetFrom(j["evidence"]);
+        if (!ev) return MakeError(ErrorCode::kInvalid, "agent record: evidence: " + ev.error());
+        r.evidence = std::move(*ev);
+    }
+    return r;
+}
+
+std::vector<AgentRecord> AgentRecordsOf(const std::string& state_dir, const std::string& job,
+                                        int restart) {
+    std::vector<AgentRecord> out;
+    const std::string dir = JobDir(state_dir, job) + "/run" + std::to_string(restart);
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        constexpr std::string_view kSuffix = ".agent.json";
+        if (name.size() <= kSuffix.size() ||
+            name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+            continue;
+        }
+        auto text = ReadSmallFile(entry.path().string(), kMaxRecordBytes);
+        if (!text) continue;
+        auto r = AgentRecordFromJson(*text);
+        if (r) out.push_back(std::move(*r));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const AgentRecord& a, const AgentRecord& b) { return a.node < b.node; });
+    return out;
 }
 
 }  // namespace autoheal::remediation

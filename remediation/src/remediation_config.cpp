@@ -186,6 +186,11 @@ Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::st
             config->jobs_retention_days > 3650) {
             return bad("days from 1 to 3650");
         }
+    } else if (key == "no_progress_requeues") {
+        if (!YamlRead(v, &config->no_progress_requeues) || config->no_progress_requeues < 0 ||
+            config->no_progress_requeues > 100) {
+            return bad("a whole number from 0 (off) to 100");
+        }
     } else if (key == "gpu_reset_command") {
         auto argv = ParseCommand(v, source, key);
         if (!argv) return argv.status();

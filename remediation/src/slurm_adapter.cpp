@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -149,6 +151,40 @@ Result<bool> SlurmAdapter::SetResume(const std::string& node) {
     return true;
 }
 
+namespace {
+
+JobInfo ToJobInfo(const slurm_job_info_t& j) {
+    JobInfo info;
+    info.id = j.job_id;
+    info.state = Str(slurm_job_state_string(j.job_state & JOB_STATE_BASE));
+    info.completing = (j.job_state & JOB_COMPLETING) != 0;
+    info.pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
+    info.being_requeued =
+        info.pending || (j.job_state & (JOB_REQUEUE | JOB_REQUEUE_HOLD | JOB_REQUEUE_FED)) != 0;
+    info.exit_code = j.exit_code;
+    info.derived_ec = j.derived_ec;
+    info.restart_count = j.restart_cnt;
+    info.requeue = j.requeue != 0;
+    info.name = Str(j.name);
+    info.user_id = j.user_id;
+    info.user_name = Str(j.user_name);
+    info.nodes = Str(j.nodes);
+    info.exc_nodes = Str(j.exc_nodes);
+    info.req_nodes = Str(j.req_nodes);
+    info.batch_host = Str(j.batch_host);
+    info.std_out = Str(j.std_out);
+    info.std_err = Str(j.std_err);
+    info.work_dir = Str(j.work_dir);
+    info.admin_comment = Str(j.admin_comment);
+    info.array_job_id = j.array_job_id;
+    info.array_task_id = j.array_task_id;
+    info.start_time = static_cast<std::int64_t>(j.start_time);
+    info.end_time = static_cast<std::int64_t>(j.end_time);
+    return info;
+}
+
+}  // namespace
+
 Result<JobInfo> SlurmAdapter::GetJob(std::uint32_t job_id) {
     job_info_msg_t* msg = nullptr;
     if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_DETAIL) != 0 || msg == nullptr) {
@@ -156,40 +192,41 @@ Result<JobInfo> SlurmAdapter::GetJob(std::uint32_t job_id) {
     }
     std::optional<JobInfo> found;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
-        const slurm_job_info_t& j = msg->job_array[i];
-        if (j.job_id != job_id) continue;
-        JobInfo info;
-        info.id = j.job_id;
-        info.state = Str(slurm_job_state_string(j.job_state & JOB_STATE_BASE));
-        info.completing = (j.job_state & JOB_COMPLETING) != 0;
-        info.pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
-        info.being_requeued =
-            info.pending || (j.job_state & (JOB_REQUEUE | JOB_REQUEUE_HOLD | JOB_REQUEUE_FED)) != 0;
-        info.exit_code = j.exit_code;
-        info.derived_ec = j.derived_ec;
-        info.restart_count = j.restart_cnt;
-        info.requeue = j.requeue != 0;
-        info.name = Str(j.name);
-        info.user_id = j.user_id;
-        info.user_name = Str(j.user_name);
-        info.nodes = Str(j.nodes);
-        info.exc_nodes = Str(j.exc_nodes);
-        info.req_nodes = Str(j.req_nodes);
-        info.batch_host = Str(j.batch_host);
-        info.std_out = Str(j.std_out);
-        info.std_err = Str(j.std_err);
-        info.work_dir = Str(j.work_dir);
-        info.admin_comment = Str(j.admin_comment);
-        info.array_job_id = j.array_job_id;
-        info.array_task_id = j.array_task_id;
-        info.start_time = static_cast<std::int64_t>(j.start_time);
-        info.end_time = static_cast<std::int64_t>(j.end_time);
-        found = std::move(info);
+        if (msg->job_array[i].job_id != job_id) continue;
+        found = ToJobInfo(msg->job_array[i]);
         break;
     }
     slurm_free_job_info_msg(msg);
     if (!found) return MakeError(ErrorCode::kNotFound, "slurm: no job " + std::to_string(job_id));
     return *found;
+}
+
+Result<std::vector<JobInfo>> SlurmAdapter::RunningJobsOn(const std::string& node) {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL) != 0 || msg == nullptr) {
+        return SlurmError("load jobs");
+    }
+    std::vector<JobInfo> jobs;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+        const slurm_job_info_t& j = msg->job_array[i];
+        if ((j.job_state & JOB_STATE_BASE) != JOB_RUNNING || (j.job_state & JOB_COMPLETING) != 0 ||
+            j.nodes == nullptr) {
+            continue;
+        }
+        const std::vector<std::string> names = ExpandHostlist(j.nodes);
+        if (std::find(names.begin(), names.end(), node) != names.end()) {
+            jobs.push_back(ToJobInfo(j));
+        }
+    }
+    slurm_free_job_info_msg(msg);
+    return jobs;
+}
+
+Result<bool> SlurmAdapter::EndJob(std::uint32_t job_id) {
+    if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS) {
+        return SlurmError("end job " + std::to_string(job_id));
+    }
+    return true;
 }
 
 Result<bool> SlurmAdapter::Requeue(std::uint32_t job_id) {

@@ -138,6 +138,9 @@ remediation:
   breaker: {max_fraction: 0.5, max_nodes: 2, window: 1h}
   correlation: {window: 10m, min_nodes: 2}
   metrics_dir: $cluster_dir/metrics
+agent:
+  poll_interval_ms: 100
+  heartbeat_interval: 2s
 CONF
     # Config and rules steer root's actions: autoheal refuses them when others may write them.
     chmod -R go-w "$cluster_dir/etc/autoheal"
@@ -283,6 +286,21 @@ start_slurmctld() {
     wait_for 30 "slurmctld to answer" bash -c 'scontrol ping | grep -q "is UP"'
 }
 
+# --- autoheal-agent, one per slurmd (agent/): its node's kernel log (remediation.kernel_log's %n),
+# the fake NVML of health.nvml_library, its node name. AUTOHEAL_CLUSTER_AGENTS=0 starts none
+# (the bench's comparison without the agent). stop.sh stops them by PID (run/agent-*.pid).
+start_agents() {
+    [ "${AUTOHEAL_CLUSTER_AGENTS:-1}" = 1 ] || return 0
+    [ -x "$build_dir/bin/autoheal-agent" ] || { log "missing $build_dir/bin/autoheal-agent: run make first"; return 1; }
+    cp "$build_dir/bin/autoheal-agent" "$cluster_dir/bin/"
+    local i
+    for i in $(seq 1 "$cluster_nodes"); do
+        spawn "agent-node$i" "$cluster_dir/bin/autoheal-agent" --node "node$i"
+    done
+    wait_for 10 "the agents' heartbeats" bash -c \
+        "[ \$(ls '$cluster_dir/state/autoheal/agents' 2>/dev/null | wc -l) -ge $cluster_nodes ]"
+}
+
 all_idle() {
     local states
     states=$(sinfo -h -N -o '%N %T' 2>/dev/null) || return 1
@@ -313,6 +331,7 @@ main() {
     start_munge
     start_slurmctld
     start_slurmds
+    start_agents
     trap - ERR
     log "up: $cluster_nodes nodes idle, state in $cluster_dir"
     cat "$cluster_dir/env"

@@ -8,8 +8,8 @@ set -uo pipefail
 [ -d "$cluster_dir/run" ] || { [ "${1:-}" = --purge ] && rm -rf "$cluster_dir"; exit 0; }
 
 pids=()
-# Controller and nodes first, munged last (they need it to say goodbye).
-for f in "$cluster_dir"/run/slurmd-*.pid "$cluster_dir/run/slurmctld.pid" "$cluster_dir/run/munged.pid"; do
+# The agents, controller and nodes first, munged last (they need it to say goodbye).
+for f in "$cluster_dir"/run/agent-*.pid "$cluster_dir"/run/slurmd-*.pid "$cluster_dir/run/slurmctld.pid" "$cluster_dir/run/munged.pid"; do
     pid=$(live_pid "$f") && pids+=("$pid")
 done
 if [ ${#pids[@]} -gt 0 ]; then

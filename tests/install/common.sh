@@ -18,7 +18,7 @@ finish() {  # finish NAME SUMMARY
 expected_paths() {
     local rule
     printf '%s\n' usr/bin/autoheal usr/sbin/autoheal-prolog usr/sbin/autoheal-epilog \
-        usr/sbin/autoheal-epilog-ctld \
+        usr/sbin/autoheal-epilog-ctld usr/sbin/autoheal-agent lib/systemd/system/autoheal-agent.service \
         "${plugin_dir#/}/spank_autoheal.so" "${plugin_dir#/}/job_submit_autoheal.so" \
         etc/autoheal/autoheal.yaml "${plugstack_dir#/}/autoheal.conf" \
         var/lib/autoheal/ var/log/autoheal/ usr/share/doc/autoheal/README.md

@@ -32,6 +32,8 @@ rules=$(expected_paths | grep -c '^etc/autoheal/rules.d/') || fail "no shipped r
 snippet=$usr$plugstack_dir/autoheal.conf
 [ -f "$snippet" ] && expect_in "plugstack snippet" "$(grep -v '^#' "$snippet")" \
     "required $plugin_dir/spank_autoheal.so"
+unit=$usr/lib/systemd/system/autoheal-agent.service
+[ -f "$unit" ] && expect_in "agent unit" "$(cat "$unit")" "ExecStart=/usr/sbin/autoheal-agent"
 # Nothing outside the stage: every file the install recorded (install_manifest.txt names them
 # without DESTDIR) is under DESTDIR.
 # (The manifest has no newline after its last line.)

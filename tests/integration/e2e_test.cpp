@@ -13,11 +13,13 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cluster_client.h"
 #include "http_server.h"
@@ -926,6 +928,125 @@ TEST_F(E2E, SlurmdKilledMidJobIsRecordedAndTheJobRunsOnce) {
     const std::string out = ReadFile(job.output(*id));
     EXPECT_THAT(out, HasSubstr("resumed at step"));
     EXPECT_EQ(out.find("completed at step"), out.rfind("completed at step"));
+}
+
+// ---------------------------------------------------------------------- autoheal-agent
+// The lab runs one autoheal-agent per slurmd (tests/cluster/start.sh): these jobs never end by
+// themselves after the fault (a rank waiting in its collective on a dead peer), so only the
+// agent can act in time. (Here, beside the E2E harness they share: TrainingJob, ResetCluster.)
+
+// A job that hangs: it checkpoints every 5 steps and runs until told to stop (fault()-stop).
+TrainingJob HungJob(const std::string& name) {
+    TrainingJob job{name};
+    job.steps = 100000;
+    return job;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// 1. Hung job after an Xid 79: requeued by the agent excluding the node within seconds, resumed
+//    from its last checkpoint; the epilogs of the killed run see the same Xid: one requeue, one
+//    incident.
+TEST_F(E2E, AgentRequeuesAHungJobAfterXid79ExcludingTheNode) {
+    TrainingJob job = HungJob("agent-hung");
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] {
+        return ReadFile(job.output(*id)).find("checkpoint 10") != std::string::npos;
+    })) << ReadFile(job.output(*id));
+    const std::string culprit = Nodes(ShowJob(*id)["NodeList"]).back();
+    const auto fault_at = std::chrono::steady_clock::now();
+    InjectKernel(culprit, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(15)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    const double requeued_s = SecondsSince(fault_at);
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["JobState"] == "RUNNING"; }, std::chrono::seconds(30)));
+    const double rerun_s = SecondsSince(fault_at);
+    RecordProperty("agent_fault_to_requeue_s", std::to_string(requeued_s));
+    RecordProperty("agent_fault_to_rerun_s", std::to_string(rerun_s));
+    std::cout << "agent: fault to requeue " << requeued_s << " s, to rerun " << rerun_s << " s\n";
+    EXPECT_LT(requeued_s, 5.0);
+    std::ofstream(job.fault() + "-stop") << "";
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(60)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadFile(job.output(*id));
+    auto info = ShowJob(*id);
+    EXPECT_EQ(info["Restarts"], "1");
+    EXPECT_EQ(info["ExcNodeList"], culprit);
+    EXPECT_THAT(Nodes(info["NodeList"]), Not(::testing::Contains(culprit)));
+    const std::string out = ReadFile(job.output(*id));
+    EXPECT_THAT(out, HasSubstr("resumed at step "));
+    EXPECT_THAT(out, HasSubstr("excluded=[" + culprit + "]"));
+    EXPECT_THAT(ShowNode(culprit)["Reason"], HasSubstr("autoheal: faulty_gpu xid=79"));
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
+    EXPECT_EQ(Query("SELECT count(*) FROM incidents WHERE node = '" + culprit + "'"),
+              std::vector<std::string>{"1"});
+    EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'requeue'"),
+              std::vector<std::string>{"1"});
+    EXPECT_TRUE(fs::exists(StateDir() + "/jobs/" + *id + "/run0/" + culprit + ".agent.json"));
+}
+
+// 2. A fault on an idle node: out of service within a second or two, before a job lands there
+//    (the plan's reboot then brings it back, as after any Xid 79).
+TEST_F(E2E, AgentTakesAnIdleNodeOutBeforeTheNextJob) {
+    const auto fault_at = std::chrono::steady_clock::now();
+    InjectKernel("node4", Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    ASSERT_TRUE(WaitUntil(
+        [] {
+            const std::string s = ShowNode("node4")["State"];
+            return s.find("DRAIN") != std::string::npos || s.find("REBOOT") != std::string::npos;
+        },
+        std::chrono::seconds(5)))
+        << ShowNode("node4")["State"];
+    const double drained_s = SecondsSince(fault_at);
+    RecordProperty("agent_idle_fault_to_drain_s", std::to_string(drained_s));
+    std::cout << "agent: idle fault to drain " << drained_s << " s\n";
+    EXPECT_LT(drained_s, 2.0);
+    EXPECT_THAT(ShowNode("node4")["Reason"], HasSubstr("autoheal: faulty_gpu xid=79"));
+    EXPECT_EQ(Query("SELECT count(*) FROM incidents WHERE node = 'node4'"),
+              std::vector<std::string>{"1"});
+}
+
+// 3. An Xid 13 from the job's own kernel is not an interrupting cause: the job runs on.
+TEST_F(E2E, AgentLeavesAJobRunningOnXid13) {
+    TrainingJob job = HungJob("agent-xid13");
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil(
+        [&] { return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos; }));
+    const std::string node = Nodes(ShowJob(*id)["NodeList"]).back();
+    InjectKernel(node, Xid(13, "0000:3b:00", "Graphics SM Warp Exception on (GPC 0, TPC 0)"));
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    EXPECT_EQ(ShowJob(*id)["JobState"], "RUNNING");
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    EXPECT_EQ(ShowNode(node)["Reason"], "");
+    EXPECT_TRUE(Query("SELECT id FROM incidents").empty());
+    std::ofstream(job.fault() + "-stop") << "";
+}
+
+// 4. A job without --auto-resume: ended at once, with the explanation in its output.
+TEST_F(E2E, AgentEndsAJobWithoutAutoResumeWithAnExplanation) {
+    TrainingJob job = HungJob("agent-end");
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil(
+        [&] { return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos; }));
+    const std::string culprit = Nodes(ShowJob(*id)["NodeList"]).back();
+    InjectKernel(culprit, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(10)))
+        << ShowJob(*id)["JobState"];
+    EXPECT_EQ(ShowJob(*id)["JobState"], "CANCELLED");
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
+    const std::string why = Explanation(job, *id);
+    EXPECT_THAT(why, HasSubstr("autoheal: ended the job: faulty_gpu on " + culprit));
+    EXPECT_THAT(why, HasSubstr("not requeued: the job did not ask for --auto-resume"));
 }
 
 }  // namespace

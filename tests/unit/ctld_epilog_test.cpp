@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "autoheal/core/resume_record.h"
 #include "autoheal/remediation/node_reason.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/slurm_retry.h"
@@ -696,6 +697,41 @@ TEST_F(CtldEpilogTest, DryRunDecidesAndRecordsButDoesNothing) {
     EXPECT_EQ(slurm.Count("requeue"), 0);
     EXPECT_THAT(Actions(), IsSupersetOf({"drain node2 dry-run", "reboot node2 dry-run"}));
     EXPECT_THAT(Decision()->explanation, StartsWith("autoheal (dry-run): would have requeued"));
+}
+
+// The no-progress breaker across runs: the batch host reports the newest checkpoint, each
+// requeue keeps it in resume.json with the count of requeues without progress; the 3rd requeue
+// in a row without progress is refused.
+TEST_F(CtldEpilogTest, NoProgressBreakerStopsTheThirdRequeueWithoutACheckpointAdvance) {
+    std::vector<bool> requeued;
+    for (int run = 0; run < 4; ++run) {
+        FailedJob(42, {"node1", "node2"}, 10, run);
+        Kernel("node2", {XidLine(79, "0000:3b:00.0", "GPU has fallen off the bus.")});
+        Report("node1").checkpoint = CheckpointMark{100, 5000};  // the batch host
+        auto out = RunController();
+        ASSERT_TRUE(out.ok) << out.summary;
+        requeued.push_back(slurm.job(42).pending);
+        slurm.Boot("node2");
+    }
+    EXPECT_THAT(requeued, ElementsAre(true, true, true, false));
+    auto resume = ResumeRecordFromJson(
+        ReadSmallFile(ResumeRecordPath(config.state_dir, "42"), 1 << 16).value());
+    ASSERT_TRUE(resume);
+    EXPECT_EQ(resume->checkpoint_step, 100);
+    EXPECT_EQ(resume->stalled_requeues, 2);
+    EXPECT_THAT(*Decision(3),
+                ::testing::Field(&DecisionRecord::explanation, HasSubstr("no-progress breaker")));
+}
+
+// Exit 93 (the job's "do not requeue"): not requeued, the node still handled.
+TEST_F(CtldEpilogTest, ExitCode93IsNotRequeued) {
+    FailedJob(42, {"node1", "node2"}, 3).exit_code = 93 << 8;
+    Kernel("node2", {XidLine(79, "0000:3b:00.0", "GPU has fallen off the bus.")});
+    auto out = RunController();
+    ASSERT_TRUE(out.ok) << out.summary;
+    EXPECT_EQ(slurm.Count("requeue"), 0);
+    EXPECT_TRUE(slurm.node("node2").drained);
+    EXPECT_THAT(Decision(0)->explanation, HasSubstr("not requeued: the job exited 93"));
 }
 
 }  // namespace

@@ -88,6 +88,51 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
               "excluded node2");
 }
 
+// 15.3: exit 93 is the job's own "do not requeue" (NVIDIA's resilience launcher): never
+// requeued, whatever the evidence; the node is still handled.
+TEST_F(DecisionTest, ExitCode93IsNeverRequeued) {
+    Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
+    in_.job.exit_status = kNoRequeueExitCode;
+    JobDecision d = Decide(in_);
+    EXPECT_FALSE(d.requeue);
+    EXPECT_EQ(d.explanation,
+              "autoheal: faulty_gpu on node2 (xid 79, GPU 0000:3b:00.0); not requeued: the job "
+              "exited 93 (its own \"do not requeue\")");
+    ASSERT_EQ(d.plans.size(), 1u);  // node2 is drained and rebooted all the same
+    in_.job.exit_status = 1;
+    EXPECT_TRUE(Decide(in_).requeue);
+}
+
+// The no-progress breaker: the newest checkpoint has not advanced across N requeues in a row
+// (default 3): not requeued; an advance resets the count; unknown progress never stops it.
+TEST_F(DecisionTest, NoProgressBreakerStopsAJobWhoseCheckpointDoesNotAdvance) {
+    Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
+    in_.job.auto_resume = 10;
+    in_.job.restart_count = 3;
+    in_.job.checkpoint = CheckpointMark{100, 5000};
+    in_.job.checkpoint_at_requeue = CheckpointMark{100, 5000};
+    in_.job.stalled_requeues = 1;
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.requeue);  // the 2nd requeue without progress
+    EXPECT_EQ(d.stalled_requeues, 2);
+    in_.job.stalled_requeues = 2;  // this would be the 3rd
+    d = Decide(in_);
+    EXPECT_FALSE(d.requeue);
+    EXPECT_EQ(d.explanation,
+              "autoheal: not requeued: faulty_gpu on node2 (xid 79, GPU 0000:3b:00.0), but its "
+              "newest checkpoint (step 100) has not advanced across 3 requeues (no-progress "
+              "breaker)");
+    in_.job.checkpoint = CheckpointMark{105, 5100};  // it advanced
+    d = Decide(in_);
+    EXPECT_TRUE(d.requeue);
+    EXPECT_EQ(d.stalled_requeues, 0);
+    in_.job.checkpoint.reset();  // no checkpoint folder, or no report from the batch host
+    EXPECT_TRUE(Decide(in_).requeue);
+    config_.no_progress_requeues = 0;  // off
+    in_.job.checkpoint = CheckpointMark{100, 5000};
+    EXPECT_TRUE(Decide(in_).requeue);
+}
+
 // A report's typed items are diagnosed on their fields, never rescanned: the health-check item
 // of a GPU whose GEMM checksum differs from its peers' is silent data corruption on that GPU.
 // Issue 12 point 5: a node action needs evidence no user can write. Lines a user made the

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "autoheal/remediation/slurm_adapter.h"
+
 namespace autoheal::remediation::testing {
 
 NodeInfo& FakeSlurmClient::AddNode(const std::string& name) {
@@ -104,13 +106,36 @@ Result<bool> FakeSlurmClient::UpdateJob(std::uint32_t job_id, const JobUpdate& u
                                                    ": Invalid job id specified");
     }
     // Slurm refuses updates to a finished job.
-    if (!j->second.pending) {
+    if (!j->second.pending && j->second.state != "RUNNING") {
         return MakeError(ErrorCode::kInvalid, "slurm: update job " + std::to_string(job_id) +
                                                   ": Job/step already completing or completed");
     }
     if (update.exc_nodes) j->second.exc_nodes = *update.exc_nodes;
     if (update.admin_comment) j->second.admin_comment = *update.admin_comment;
     updates.push_back(update);
+    return true;
+}
+
+Result<std::vector<JobInfo>> FakeSlurmClient::RunningJobsOn(const std::string& node) {
+    if (auto e = Call("running_jobs", node)) return *e;
+    std::vector<JobInfo> out;
+    for (const auto& [id, j] : jobs_) {
+        if (j.state != "RUNNING" || j.completing) continue;
+        const auto names = SlurmAdapter::ExpandHostlist(j.nodes);
+        if (std::find(names.begin(), names.end(), node) != names.end()) out.push_back(j);
+    }
+    return out;
+}
+
+Result<bool> FakeSlurmClient::EndJob(std::uint32_t job_id) {
+    if (auto e = Call("end_job", std::to_string(job_id))) return *e;
+    auto j = jobs_.find(job_id);
+    if (j == jobs_.end() || j->second.state != "RUNNING") {
+        return MakeError(ErrorCode::kInvalid,
+                         "slurm: end job " + std::to_string(job_id) + ": Job is not running");
+    }
+    j->second.state = "CANCELLED";
+    j->second.end_time = now_;
     return true;
 }
 

@@ -27,7 +27,8 @@ class FakeSlurmClient final : public SlurmClient {
     // A pending reboot happens: the node is back in service (Slurm's nextstate=resume).
     void Boot(const std::string& name);
     // Makes the next `times` calls named `call` fail with `code`. Calls: "get_node",
-    // "list_nodes", "drain", "reboot", "resume", "get_job", "requeue", "update_job", "topology".
+    // "list_nodes", "drain", "reboot", "resume", "get_job", "requeue", "update_job",
+    // "running_jobs", "end_job", "topology".
     void FailNext(const std::string& call, int times, ErrorCode code = ErrorCode::kUnavailable);
     // The next requeue is done but its answer is lost (slurmctld restarts meanwhile): the call
     // fails with kUnavailable.
@@ -48,6 +49,8 @@ class FakeSlurmClient final : public SlurmClient {
     Result<JobInfo> GetJob(std::uint32_t job_id) override;
     Result<bool> Requeue(std::uint32_t job_id) override;
     Result<bool> UpdateJob(std::uint32_t job_id, const JobUpdate& update) override;
+    Result<std::vector<JobInfo>> RunningJobsOn(const std::string& node) override;
+    Result<bool> EndJob(std::uint32_t job_id) override;
     Result<std::vector<SwitchInfo>> Topology() override;
     std::vector<JobUpdate> updates;  // every UpdateJob accepted, in order
 

@@ -58,6 +58,22 @@ TEST(RuleLoader, LoadsValidRules) {
     EXPECT_EQ(r->match.where[0].values, (std::vector<std::string>{"79", "48"}));
 }
 
+TEST(RuleLoader, InterruptsJobIsReadAndChecked) {
+    auto l = Load({{"base.yaml", kBase},
+                   {"r.yaml",
+                    "- rule: lost\n  match: {xid: [79]}\n  cause: faulty_gpu\n"
+                    "  interrupts_job: true\n- rule: quiet\n  match: {xid: [63]}\n"
+                    "  cause: gpu_hbm_memory\n"}});
+    ASSERT_TRUE(l.rules) << l.result.Format();
+    EXPECT_TRUE(l.rules->FindRule("lost")->interrupts_job);
+    EXPECT_FALSE(l.rules->FindRule("quiet")->interrupts_job);  // the default
+    auto bad = Load({{"base.yaml", kBase},
+                     {"r.yaml",
+                      "- rule: lost\n  match: {xid: [79]}\n  cause: faulty_gpu\n"
+                      "  interrupts_job: sometimes\n"}});
+    EXPECT_FALSE(bad.result.ok()) << bad.result.Format();
+}
+
 TEST(RuleLoader, YamlSyntaxErrorHasLocation) {
     auto l = Load({{"r.yaml", "- rule: x\n  match: {xid: [79\n"}});
     EXPECT_FALSE(l.rules);

@@ -187,6 +187,7 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     d.rule = rule.name;
     d.cause = rule.cause;
     d.requeue = rule.requeue;
+    d.interrupts_job = rule.interrupts_job;
     d.confidence = rule.confidence;
     d.actions = rule.actions;
     std::vector<const Evidence*> evidence = winner->evidence;

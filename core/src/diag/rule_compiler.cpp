@@ -595,6 +595,9 @@ void Compiler::CompileRule(const ItemInfo& item) {
     if (auto it = item.keys.find("requeue"); it != item.keys.end()) {
         ok = Bool(item, it->second, "requeue", &rule.requeue) && ok;
     }
+    if (auto it = item.keys.find("interrupts_job"); it != item.keys.end()) {
+        ok = Bool(item, it->second, "interrupts_job", &rule.interrupts_job) && ok;
+    }
     if (auto it = item.keys.find("contributes_actions"); it != item.keys.end()) {
         ok = Bool(item, it->second, "contributes_actions", &rule.contributes_actions) && ok;
     }

@@ -27,6 +27,7 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
         auto recorded = env.store.RecordRun(r);
         if (!recorded) spdlog::error("autoheal: epilog-ctld: {}", recorded.error());
     }
+    if (times.agent_ended) return;  // the agent's decision file for this run stands
     DecisionRecord record;
     record.job = env.ctx.job_id;
     record.time = env.clock.Now();

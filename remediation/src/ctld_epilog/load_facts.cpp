@@ -1,9 +1,31 @@
 // LoadFacts: the job's state from Slurm, the nodes' history and the cluster's topology.
+#include <sys/wait.h>
+
+#include "autoheal/core/resume_record.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/slurm_retry.h"
 
 namespace autoheal::remediation {
+namespace {
+
+// The no-progress breaker's facts: the newest checkpoint the batch host found, where it stood at
+// the last requeue and how many requeues in a row it had not advanced (resume.json).
+void LoadProgress(const CtldEnv& env, DecisionInput* in) {
+    for (const NodeReport& r : in->reports) {
+        if (r.checkpoint) in->job.checkpoint = r.checkpoint;
+    }
+    auto text = ReadSmallFile(ResumeRecordPath(env.config.state_dir, env.ctx.job_id), 1 << 20);
+    auto resume = text ? ResumeRecordFromJson(*text) : Result<ResumeRecord>(text.status());
+    if (!resume || resume->restart + 1 != in->job.restart_count) return;  // not this run's
+    if (resume->checkpoint_step) {
+        in->job.checkpoint_at_requeue =
+            CheckpointMark{*resume->checkpoint_step, resume->checkpoint_mtime};
+    }
+    in->job.stalled_requeues = resume->stalled_requeues;
+}
+
+}  // namespace
 
 Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     auto job = UntilSlurmAnswers(env.clock, [&] { return env.slurm.GetJob(JobIdOf(env)); });
@@ -21,6 +43,8 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     if (job->state == "CANCELLED" || times.requeued_elsewhere) in->job.failed = false;
     in->job.requeueable = job->requeue;
     in->job.user = std::to_string(job->user_id);
+    if (WIFEXITED(job->exit_code)) in->job.exit_status = WEXITSTATUS(job->exit_code);
+    LoadProgress(env, in);
     in->job.excluded = SlurmAdapter::ExpandHostlist(job->exc_nodes);
 
     const std::int64_t now = env.clock.Now();

@@ -25,6 +25,14 @@ void UpdateRequeuedJob(const CtldEnv& env, const DecisionInput& in, const JobDec
     resume.cause = d.cause;
     resume.explanation = d.explanation;
     resume.excluded = SlurmAdapter::CompressHostlist(d.exclude);
+    resume.stalled_requeues = d.stalled_requeues;
+    if (in.job.checkpoint) {
+        resume.checkpoint_step = in.job.checkpoint->step;
+        resume.checkpoint_mtime = in.job.checkpoint->mtime;
+    } else if (in.job.checkpoint_at_requeue) {  // not known this time: the last known mark
+        resume.checkpoint_step = in.job.checkpoint_at_requeue->step;
+        resume.checkpoint_mtime = in.job.checkpoint_at_requeue->mtime;
+    }
     auto w =
         WriteJobRecord(env.config.state_dir, ResumeRecordPath(env.config.state_dir, env.ctx.job_id),
                        ResumeRecordToJson(resume), 0644);
@@ -40,6 +48,14 @@ void UpdateRequeuedJob(const CtldEnv& env, const DecisionInput& in, const JobDec
 }
 
 }  // namespace
+
+void RenewBeginTime(const CtldEnv& env) {
+    if (env.rc.dry_run) return;
+    JobUpdate u;
+    u.begin_time = env.clock.Now() + env.rc.requeue_delay_seconds;
+    auto up = env.slurm.UpdateJob(JobIdOf(env), u);
+    if (!up) spdlog::warn("autoheal: epilog-ctld: {}", up.error());
+}
 
 std::string Requeue(const CtldEnv& env, const DecisionInput& in, JobDecision* d,
                     const Incidents& incidents) {

@@ -1,6 +1,10 @@
 // Collect: the node's evidence of the job's lifetime, a thin caller of evidence_sources.h.
+#include <pwd.h>
+#include <sys/fsuid.h>
+
 #include <cstdlib>
 
+#include "autoheal/core/checkpoint.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
 #include "autoheal/remediation/evidence_sources.h"
@@ -70,6 +74,22 @@ std::vector<std::string> JobOutputPaths(const JobInfo& job, const ScriptContext&
     return paths;
 }
 
+// The newest complete checkpoint in --ckpt-dir, looked for with the job's user's file access
+// (setfsuid/setfsgid: this thread only, until restored), so root reads nothing the user could
+// not; numbers only go into the report.
+std::optional<CheckpointMark> NewestCheckpointAsUser(const std::string& ckpt_dir, uid_t uid) {
+    const passwd* pw = ::getpwuid(uid);
+    if (pw == nullptr) return std::nullopt;
+    const gid_t gid = pw->pw_gid;
+    const int old_gid = ::setfsgid(gid);
+    const int old_uid = ::setfsuid(uid);
+    const CheckpointSearch found = FindNewestCheckpoint(ckpt_dir);
+    ::setfsuid(static_cast<uid_t>(old_uid));
+    ::setfsgid(static_cast<gid_t>(old_gid));
+    if (!found.newest) return std::nullopt;
+    return CheckpointMark{found.newest->step, found.newest->mtime};
+}
+
 }  // namespace
 
 NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
@@ -130,6 +150,9 @@ void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence
     }
     ev->report.job_output_read = true;
     env.engine.scanner->ScanText(text, "job-output", &ev->report.job_output);
+    if (env.ctx.options.ckpt_dir) {
+        ev->report.checkpoint = NewestCheckpointAsUser(*env.ctx.options.ckpt_dir, job->user_id);
+    }
 }
 
 }  // namespace autoheal::remediation

@@ -25,6 +25,7 @@ struct Config {
     PolicySettings policy;   // read by ScanSubmitSettings (config_scan.h), the plugin's reader
     YAML::Node remediation;  // the `remediation:` section, parsed by remediation/
                              // (ParseRemediationConfig)
+    YAML::Node agent;        // the `agent:` section, parsed by agent/ (ParseAgentConfig)
 };
 
 // Parses YAML text; `source_name` is used in messages ("autoheal.yaml:3:5: ...").

@@ -3,6 +3,8 @@
 // the job's next run to export AUTOHEAL_LAST_FAILURE and AUTOHEAL_EXCLUDED_NODES.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "autoheal/core/result.h"
@@ -14,6 +16,11 @@ struct ResumeRecord {
     std::string cause;
     std::string explanation;  // the one line also shown as the job's AdminComment
     std::string excluded;     // the job's excluded nodes (hostlist expression)
+    // The no-progress breaker: the newest checkpoint's step and save time when it was requeued
+    // (absent: unknown), and how many requeues in a row it had not advanced.
+    std::optional<std::int64_t> checkpoint_step;
+    std::int64_t checkpoint_mtime = 0;
+    int stalled_requeues = 0;
 };
 
 std::string ResumeRecordToJson(const ResumeRecord& record);

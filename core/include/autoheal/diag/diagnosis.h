@@ -55,6 +55,7 @@ struct Diagnosis {
     std::string cause = "unknown";
     std::vector<std::string> actions;
     bool requeue = false;
+    bool interrupts_job = false;  // the deciding rule's interrupts_job
     Culprit culprit;
     std::string rule;                // the rule that named the cause; empty when none fired
     std::vector<Evidence> evidence;  // what that rule matched (and contributing rules)

@@ -16,6 +16,7 @@
 //     cause: CAUSE
 //     actions: [ACTION...]
 //     requeue: true|false
+//     interrupts_job: true   the fault stops a running job: autoheal-agent acts at once
 //     priority: N            higher = more specific; the highest firing rule names the cause
 //     confidence: 0..1
 //     suppressed_by: [RULE]  sympathetic: never the root cause when one of these fires
@@ -112,6 +113,9 @@ struct Rule {
     int priority = 50;
     std::vector<std::string> suppressed_by;
     bool contributes_actions = false;
+    // The fault stops a running job (a lost GPU, a dead link): autoheal-agent acts while the
+    // job runs instead of waiting for it to end (agent/).
+    bool interrupts_job = false;
     std::vector<Escalation> escalate;
     Location where;
 };

@@ -59,8 +59,17 @@ std::uint32_t JobIdOf(const CtldEnv& env);
 bool RecordOutcome(const CtldEnv& env, std::int64_t incident, diag::Action action,
                    const std::string& target, diag::Outcome outcome, const std::string& detail);
 
+// The agent records of this run (job_records.h AgentRecord): a node without a report is judged
+// on its agent's evidence.
+struct AgentActed {
+    bool ended = false;     // the agent requeued or ended the run
+    bool requeued = false;  // it requeued it
+};
+AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in);
+
 struct JobTimes {
     bool requeued_elsewhere = false;  // Slurm, an admin or an earlier run requeued it already
+    bool agent_ended = false;         // autoheal-agent requeued or ended it (its decision stands)
     std::int64_t start_time = 0;      // of this run
     std::int64_t end_time = 0;
 };
@@ -116,6 +125,11 @@ ActOutcome Act(const CtldEnv& env, const DecisionInput& in, const JobDecision& d
 // (empty when none); a failure rewrites d->explanation.
 std::string Requeue(const CtldEnv& env, const DecisionInput& in, JobDecision* d,
                     const Incidents& incidents);
+
+// A run requeued while it ran (autoheal-agent): Slurm resets the begin time of a requeued job
+// when its requeue completes (now + cred_expire + 1) unless a later one is set; set it again now,
+// while the job is completing.
+void RenewBeginTime(const CtldEnv& env);
 
 // The run record (unless requeued elsewhere) and the decision file, which lists the node-side
 // actions asked.

@@ -25,7 +25,9 @@
 //    takes a node out is held.
 // 6. Requeue: the job failed, asked for --auto-resume, the cause is an infrastructure one the
 //    rule allows to requeue, and the restarts are under the cap; culprits (and the switch's
-//    nodes) join the job's excluded nodes.
+//    nodes) join the job's excluded nodes. Never a run that exited kNoRequeueExitCode (the job's
+//    own "do not requeue", NVIDIA's resilience launcher), nor one whose newest checkpoint has not
+//    advanced across no_progress_requeues requeues in a row (the no-progress breaker).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,9 @@
 
 namespace autoheal::remediation {
 
+// The exit code by which a job says "do not requeue me" (NVIDIA's resilience launcher).
+inline constexpr int kNoRequeueExitCode = 93;
+
 struct JobFacts {
     std::string job;
     std::string user;  // the job's user (uid); empty when unknown
@@ -53,6 +58,12 @@ struct JobFacts {
     std::vector<std::string> nodes;            // the job's nodes
     std::vector<std::string> excluded;         // already excluded
     std::vector<std::string> missing_reports;  // nodes whose epilog did not report in time
+    std::optional<int> exit_status;            // the batch script's exit code (not a signal)
+    // The no-progress breaker: the newest checkpoint now (from the batch host's report), where it
+    // stood at the last requeue and how many requeues in a row it had not advanced (resume.json).
+    std::optional<CheckpointMark> checkpoint;
+    std::optional<CheckpointMark> checkpoint_at_requeue;
+    int stalled_requeues = 0;
 };
 
 struct ClusterView {
@@ -112,6 +123,7 @@ struct JobDecision {
     bool requeue = false;
     std::vector<std::string> exclude;  // the job's excluded nodes after this decision
     std::string explanation;           // one line for the user (AdminComment)
+    int stalled_requeues = 0;  // with this requeue: requeues in a row without checkpoint progress
 };
 
 struct UnexplainedFailures {

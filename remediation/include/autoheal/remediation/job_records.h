@@ -7,13 +7,15 @@
 //                                NodeReport)
 //   run<N>/decision.json         the controller's decision for run N (DecisionRecord)
 //   resume.json                  why autoheal requeued the job last (read by the SPANK plugin)
+//   run<N>/<node>.agent.json     what autoheal-agent saw and did while run N ran (AgentRecord)
 // Every file is written to a temporary name and renamed, so a reader sees all of it or nothing.
 // Every record has a `version`; a reader refuses a version newer than it knows, with an error
 // naming both. A record without one is version 1, which the prolog baseline and the decision
 // record still are; a node report without one is refused (version 1 carried log lines, which
 // the controller no longer scans).
 // On a real cluster state_dir must be shared by the nodes and the controller (e.g. NFS), or at
-// least its jobs/ folder; the incident store beside it is written by the controller only.
+// least its jobs/ folder; the incident store beside it is written by the controller epilog and,
+// for faults that interrupt a running job, by autoheal-agent (so the store must be shared too).
 // jobs/ belongs to SlurmUser (docs/admin-guide.md): what root writes there (the prolog, the node
 // epilogs) is given to the owner of jobs/, so that EpilogSlurmctld, as SlurmUser, reads the
 // reports and writes its decisions beside them, and users read nothing but resume.json.
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "autoheal/core/files.h"
+#include "autoheal/core/job_options.h"
 #include "autoheal/core/result.h"
 #include "autoheal/core/resume_record.h"
 #include "autoheal/diag/evidence.h"
@@ -67,6 +70,15 @@ struct GpuIdentity {
 inline constexpr int kNodeReportVersion = 2;
 inline constexpr int kPrologBaselineVersion = 1;
 inline constexpr int kDecisionRecordVersion = 1;
+inline constexpr int kAgentRecordVersion = 1;
+
+// Where a job's checkpoints stood: the newest complete one's step and save time (numbers only:
+// the path is the user's business).
+struct CheckpointMark {
+    std::int64_t step = -1;
+    std::int64_t mtime = 0;
+    bool operator==(const CheckpointMark&) const = default;
+};
 
 // What one node epilog found.
 struct NodeReport {
@@ -85,6 +97,8 @@ struct NodeReport {
     diag::EvidenceSet job_output;
     bool job_output_read = false;
     std::vector<GpuIdentity> gpus;
+    // The newest complete checkpoint in --ckpt-dir (batch host only; found as the job's user).
+    std::optional<CheckpointMark> checkpoint;
     std::string local_cause;            // the node's own diagnosis, for logs
     std::vector<std::string> problems;  // evidence that could not be read, and why
 };
@@ -109,6 +123,9 @@ struct PrologBaseline {
     std::int64_t time = 0;
     std::string kernel_cursor;  // KernelLogCursor(); empty: read the whole log, capped
     std::optional<health::NodeSnapshot> snapshot;  // absent when the prolog ran no check
+    // The job's autoheal options (--auto-resume, --ckpt-dir), for autoheal-agent, which acts
+    // while the job runs and has no SPANK_ environment to read them from.
+    JobOptions options;
 };
 // `report` (may be null) is written beside the baseline; its snapshot is the baseline's.
 std::string PrologBaselineToJson(const PrologBaseline& baseline,
@@ -116,5 +133,36 @@ std::string PrologBaselineToJson(const PrologBaseline& baseline,
 // Refuses non-JSON, a version newer than kPrologBaselineVersion, a kernel_cursor that is not
 // text and a snapshot that is not one. No version: version 1.
 Result<PrologBaseline> PrologBaselineFromJson(const std::string& json);
+
+// What autoheal-agent saw and did while a run was going (AgentFile): the interrupting evidence
+// (typed items, as a node report carries them), the diagnosis, and what it did to the job. The
+// controller epilog reads it: a run the agent requeued or ended is not requeued again, and a
+// node that sent no report is judged on the agent's evidence.
+struct AgentRecord {
+    int version = kAgentRecordVersion;
+    std::string job;
+    std::string node;
+    int restart = 0;
+    std::int64_t time = 0;
+    std::string rule;
+    std::string cause;
+    std::string gpu;
+    // What the agent did to the job: "requeue", "end", "notify" (left running), "none" (nothing
+    // to do: the decision kept it); empty while it has not acted yet.
+    std::string job_action;
+    std::string outcome;  // a catalog outcome of that action (done, failed, dry-run)
+    std::string explanation;
+    diag::EvidenceSet evidence;
+    // The job was taken off its nodes by the agent (requeued or ended, done).
+    bool EndedRun() const;
+};
+std::string AgentFile(const std::string& state_dir, const std::string& job, int restart,
+                      const std::string& node);
+std::string AgentRecordToJson(const AgentRecord& record);
+// Refuses non-JSON, a record without a node, and any version but kAgentRecordVersion.
+Result<AgentRecord> AgentRecordFromJson(const std::string& json);
+// Every readable agent record of run `restart` of `job`, sorted by node.
+std::vector<AgentRecord> AgentRecordsOf(const std::string& state_dir, const std::string& job,
+                                        int restart);
 
 }  // namespace autoheal::remediation

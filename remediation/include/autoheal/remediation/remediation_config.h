@@ -65,6 +65,9 @@ struct RemediationConfig {
     double results_wait_seconds = 30;
     int requeue_delay_seconds = 2;
     int jobs_retention_days = 14;
+    // The no-progress breaker: a job whose newest checkpoint has not advanced across this many
+    // requeues in a row is not requeued again (0: off).
+    int no_progress_requeues = 3;
     std::vector<std::string> gpu_reset_command = {"/usr/bin/nvidia-smi", "--gpu-reset", "-i",
                                                   "{gpu}"};
     double quarantine_hours = 24;

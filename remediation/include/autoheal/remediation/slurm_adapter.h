@@ -24,6 +24,8 @@ class SlurmAdapter final : public SlurmClient {
     Result<JobInfo> GetJob(std::uint32_t job_id) override;
     Result<bool> Requeue(std::uint32_t job_id) override;
     Result<bool> UpdateJob(std::uint32_t job_id, const JobUpdate& update) override;
+    Result<std::vector<JobInfo>> RunningJobsOn(const std::string& node) override;
+    Result<bool> EndJob(std::uint32_t job_id) override;
     Result<std::vector<SwitchInfo>> Topology() override;
 
     // Hostlist expressions ("node[1-3],gpu7") to names and back, with Slurm's own code.

@@ -97,6 +97,10 @@ class SlurmClient {
     // Requeues a batch job (running, completing or failed). Already pending: error.
     virtual Result<bool> Requeue(std::uint32_t job_id) = 0;
     virtual Result<bool> UpdateJob(std::uint32_t job_id, const JobUpdate& update) = 0;
+    // The jobs running on `node` now (state RUNNING, not completing), for autoheal-agent.
+    virtual Result<std::vector<JobInfo>> RunningJobsOn(const std::string& node) = 0;
+    // Ends a running job (every step and the batch script killed); Slurm records it CANCELLED.
+    virtual Result<bool> EndJob(std::uint32_t job_id) = 0;
 
     // The switch tree from Slurm's topology plugin (topology/tree); empty without one.
     virtual Result<std::vector<SwitchInfo>> Topology() = 0;

@@ -1,0 +1,106 @@
+// autoheal-agent — the node daemon (one per compute node, root; systemd unit
+// autoheal-agent.service): follows the kernel log live and acts on a fault the rules mark
+// `interrupts_job` while the job still runs (agent/include/autoheal/agent/fault_handler.h).
+//   autoheal-agent [--node NAME]     NAME: the node's Slurm name (default: the short hostname)
+// Runs until SIGTERM or SIGINT; writes a heartbeat (state_dir/agents/<node>.json) every
+// agent.heartbeat_interval. Exits 1 when it cannot start (config, rules, store), 2 on usage.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "autoheal/agent/agent_config.h"
+#include "autoheal/agent/fault_handler.h"
+#include "autoheal/agent/kernel_follower.h"
+#include "autoheal/core/program.h"
+#include "autoheal/remediation/agent_heartbeat.h"
+#include "autoheal/remediation/slurm_adapter.h"
+
+namespace {
+namespace rem = autoheal::remediation;
+namespace agent = autoheal::agent;
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+std::string ShortHostname() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) return "";
+    std::string h = host;
+    return h.substr(0, h.find('.'));
+}
+
+int Run(const autoheal::ProgramStart& start, const std::string& node) {
+    const autoheal::Config& config = start.config;
+    auto rc = rem::ParseRemediationConfig(config.remediation, config.source);
+    if (!rc) return spdlog::error("autoheal: agent: {}", rc.error()), 1;
+    auto tickets = rem::ParseTicketConfig(rc->tickets, config.source, config.state_dir);
+    if (!tickets) return spdlog::error("autoheal: agent: {}", tickets.error()), 1;
+    auto ac = agent::ParseAgentConfig(config.agent, config.source);
+    if (!ac) return spdlog::error("autoheal: agent: {}", ac.error()), 1;
+    auto engine = rem::LoadEngine(autoheal::SelfExePath(), config.state_dir);
+    if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
+    auto store = rem::IncidentStore::Open(config.state_dir + "/incidents.sqlite");
+    if (!store) return spdlog::error("autoheal: agent: {}", store.error()), 1;
+    rem::SlurmAdapter slurm(rc->slurm_conf);
+    rem::SystemClock clock;
+    const agent::AgentEnv env{config, *rc, *tickets, *ac, *engine, **store, slurm, clock, node};
+    agent::KernelFollower follower(rem::KernelLogFor(*rc, node), rc->kernel_log_max_bytes);
+    rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
+    spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms", node,
+                 follower.source(), agent::OnFaultName(ac->on_fault),
+                 static_cast<int>(ac->poll_seconds * 1000));
+    const auto poll = std::chrono::milliseconds(static_cast<int>(ac->poll_seconds * 1000));
+    auto next_beat = std::chrono::steady_clock::now();
+    while (g_stop == 0) {
+        auto lines = follower.Poll();
+        if (!lines) {
+            spdlog::warn("autoheal: agent: kernel log: {}", lines.error());
+        } else if (!lines->empty()) {
+            const agent::FaultHandled h = agent::HandleKernelLines(env, *lines);
+            if (h.interrupting) heartbeat.SawFault(h.rule, clock.Now());
+            for (const std::string& d : h.done) {
+                spdlog::warn("autoheal: agent: {} ({}): {}", h.cause, h.rule, d);
+            }
+        }
+        if (std::chrono::steady_clock::now() >= next_beat) {
+            auto w = heartbeat.Write(clock.Now());
+            if (!w) spdlog::warn("autoheal: agent: {}", w.error());
+            next_beat += std::chrono::milliseconds(static_cast<int>(ac->heartbeat_seconds * 1000));
+        }
+        std::this_thread::sleep_for(poll);
+    }
+    spdlog::info("autoheal: agent: node={}: stopping", node);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string node;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--node") == 0 && i + 1 < argc) {
+            node = argv[++i];
+        } else {
+            std::fprintf(stderr, "usage: autoheal-agent [--node NAME]\n");
+            return 2;
+        }
+    }
+    if (node.empty()) node = ShortHostname();
+    std::signal(SIGTERM, OnSignal);
+    std::signal(SIGINT, OnSignal);
+    try {
+        const autoheal::ProgramStart start =
+            autoheal::StartProgram("autoheal-agent", rem::ValidateConfigSections);
+        if (!start.config_problem.empty())
+            spdlog::warn("autoheal: agent: {}", start.config_problem);
+        return Run(start, node);
+    } catch (const std::exception& e) {
+        spdlog::error("autoheal: agent: {}", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,35 @@
+// The `agent:` section of autoheal.yaml, for autoheal-agent (agent/agent.cpp):
+//   agent:
+//     on_fault: requeue     # requeue | end | notify: what an interrupting fault does to the job
+//     poll_interval_ms: 200 # how often the kernel log is read (a bounded poll), 10..5000
+//     heartbeat_interval: 10s   # a duration (docs/rules.md), 1s..1h
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "autoheal/core/result.h"
+
+namespace autoheal::agent {
+
+// What an interrupting fault does to the job running on the node:
+// - kRequeue: an --auto-resume job the decision requeues is requeued with the node excluded;
+//   any other job is ended with the explanation;
+// - kEnd: every such job is ended with the explanation (never requeued by the agent);
+// - kNotify: the job is left running; its AdminComment says what was seen.
+// The node is taken out in every case (the breaker and admin drains permitting).
+enum class OnFault { kRequeue, kEnd, kNotify };
+
+const char* OnFaultName(OnFault mode);
+
+struct AgentConfig {
+    OnFault on_fault = OnFault::kRequeue;
+    double poll_seconds = 0.2;
+    double heartbeat_seconds = 10;
+};
+
+// Refuses unknown keys, an unknown on_fault and values out of range, naming file:line:column.
+Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::string& source);
+
+}  // namespace autoheal::agent

@@ -1,0 +1,54 @@
+// What autoheal-agent does with new kernel records, through the controller epilog's own steps
+// (ctld_epilog_steps.h), so a fault handled while the job runs is decided, recorded and acted on
+// exactly as it would be after the job ended:
+// 1. The lines are scanned into typed evidence (the epilog's scanner) and diagnosed with the
+//    rules; only a deciding rule with `interrupts_job: true` goes further.
+// 2. For each job running on the node: its agent record (AgentFile: the evidence, before
+//    anything is done); then, under the controller lock, LoadFacts (a job Slurm is requeuing
+//    already is left alone), DecideJob with the run counted as failed, RecordIncidents (the
+//    same deduplication keys as the controller epilog's: one incident per fault), Act (the plan
+//    executor: breaker and admin drains respected), the job's end by agent.on_fault (requeue
+//    excluding the node / end with the explanation / notify), Explain (the run record and the
+//    decision file, from which the node epilogs append the explanation to the job's output);
+//    the agent record again, with what was done.
+// 3. No job on the node: the fault is recorded and the plan executed, so the node is out before
+//    a job lands there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autoheal/agent/agent_config.h"
+#include "autoheal/core/config.h"
+#include "autoheal/remediation/clock.h"
+#include "autoheal/remediation/engine.h"
+#include "autoheal/remediation/incident_store.h"
+#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/slurm_client.h"
+#include "autoheal/remediation/tickets.h"
+
+namespace autoheal::agent {
+
+struct AgentEnv {
+    const Config& config;
+    const remediation::RemediationConfig& rc;
+    const remediation::TicketConfig& tickets;
+    const AgentConfig& agent;
+    const remediation::Engine& engine;
+    remediation::IncidentStore& store;
+    remediation::SlurmClient& slurm;
+    remediation::Clock& clock;
+    std::string node;
+};
+
+struct FaultHandled {
+    std::string rule;  // the deciding rule; empty when no rule fired
+    std::string cause;
+    bool interrupting = false;      // the rule says interrupts_job
+    std::vector<std::string> done;  // one line per job or idle node acted on, for the log
+};
+
+// Scans `lines` (new kernel records) and acts on an interrupting fault as described above.
+FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines);
+
+}  // namespace autoheal::agent

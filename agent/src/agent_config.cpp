@@ -1,0 +1,68 @@
+#include "autoheal/agent/agent_config.h"
+
+#include "autoheal/core/duration.h"
+#include "autoheal/core/yaml_read.h"
+
+namespace autoheal::agent {
+
+const char* OnFaultName(OnFault mode) {
+    switch (mode) {
+        case OnFault::kRequeue:
+            return "requeue";
+        case OnFault::kEnd:
+            return "end";
+        case OnFault::kNotify:
+            return "notify";
+    }
+    return "requeue";
+}
+
+namespace {
+
+Error Bad(const std::string& source, const YAML::Node& node, const std::string& what) {
+    return MakeError(ErrorCode::kInvalid, YamlWhere(source, node) + ": agent: " + what);
+}
+
+}  // namespace
+
+Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::string& source) {
+    AgentConfig config;
+    if (!section || section.IsNull()) return config;
+    if (!section.IsMap()) return Bad(source, section, "expected a mapping of settings");
+    for (const auto& item : section) {
+        const std::string key = item.first.Scalar();
+        const YAML::Node& value = item.second;
+        if (key == "on_fault") {
+            const std::string word = value.IsScalar() ? value.Scalar() : "";
+            if (word == "requeue") {
+                config.on_fault = OnFault::kRequeue;
+            } else if (word == "end") {
+                config.on_fault = OnFault::kEnd;
+            } else if (word == "notify") {
+                config.on_fault = OnFault::kNotify;
+            } else {
+                return Bad(source, value, "on_fault: expected requeue, end or notify");
+            }
+        } else if (key == "poll_interval_ms") {
+            int ms = 0;
+            if (!YamlRead(value, &ms) || ms < 10 || ms > 5000) {
+                return Bad(source, value, "poll_interval_ms: expected a whole number, 10 to 5000");
+            }
+            config.poll_seconds = ms / 1000.0;
+        } else if (key == "heartbeat_interval") {
+            auto d = value.IsScalar() ? ParseDuration(value.Scalar())
+                                      : Result<std::int64_t>(MakeError("not a duration"));
+            if (!d || *d < 1 || *d > 3600) {
+                return Bad(source, value, "heartbeat_interval: expected a duration, 1s to 1h");
+            }
+            config.heartbeat_seconds = static_cast<double>(*d);
+        } else {
+            return Bad(source, item.first,
+                       "unknown setting '" + key +
+                           "'; expected on_fault, poll_interval_ms, heartbeat_interval");
+        }
+    }
+    return config;
+}
+
+}  // namespace autoheal::agent

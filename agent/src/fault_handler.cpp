@@ -1,0 +1,225 @@
+#include "autoheal/agent/fault_handler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <functional>
+
+#include "autoheal/core/files.h"
+#include "autoheal/diag/diagnosis.h"
+#include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/file_lock.h"
+#include "autoheal/remediation/job_records.h"
+#include "autoheal/remediation/slurm_adapter.h"
+#include "autoheal/remediation/slurm_retry.h"
+
+namespace autoheal::agent {
+namespace rem = autoheal::remediation;
+
+namespace {
+
+rem::CtldEnv CtldEnvOf(const AgentEnv& env, const ScriptContext& ctx) {
+    return {env.config, ctx, env.rc, env.tickets, env.engine, env.store, env.slurm, env.clock};
+}
+
+// The job's options as its prolog recorded them on this node (none: not opted in).
+JobOptions OptionsOf(const AgentEnv& env, const std::string& job) {
+    auto text =
+        ReadSmallFile(rem::PrologFile(env.config.state_dir, job, env.node), rem::kMaxRecordBytes);
+    if (!text) return {};
+    auto baseline = rem::PrologBaselineFromJson(*text);
+    return baseline ? baseline->options : JobOptions{};
+}
+
+rem::DecisionInput InputFor(const AgentEnv& env, const diag::EvidenceSet& found,
+                            const std::string& job, int restart) {
+    rem::DecisionInput in;
+    in.rules = &env.engine.rules;
+    in.config = &env.rc;
+    in.job.job = job;
+    in.job.restart_count = restart;
+    rem::NodeReport report;
+    report.job = job;
+    report.node = env.node;
+    report.restart = restart;
+    report.time = env.clock.Now();
+    report.evidence = found;
+    in.reports.push_back(std::move(report));
+    return in;
+}
+
+void WriteRecord(const AgentEnv& env, const rem::AgentRecord& rec) {
+    auto w =
+        WriteFileAtomically(rem::AgentFile(env.config.state_dir, rec.job, rec.restart, rec.node),
+                            rem::AgentRecordToJson(rec), 0644, 0755);
+    if (!w) spdlog::error("autoheal: agent: {}", w.error());
+}
+
+// The tail of a decision's explanation that says why it was not requeued ("; not requeued: ...").
+std::string WhyNotRequeued(const std::string& explanation, OnFault mode, bool would_requeue) {
+    if (would_requeue) {
+        return std::string("; not requeued: agent.on_fault is ") + OnFaultName(mode);
+    }
+    const std::size_t at = explanation.find("not requeued: ");
+    return at == std::string::npos ? "" : "; " + explanation.substr(at);
+}
+
+// Ends the job (or leaves it running, notify) with the explanation in its AdminComment.
+// Returns the outcome word.
+std::string EndWithExplanation(const rem::CtldEnv& env, const AgentEnv& agent, rem::JobDecision* d,
+                               const rem::Incidents& incidents, std::uint32_t job) {
+    const bool notify = agent.agent.on_fault == OnFault::kNotify;
+    d->explanation = notify ? "autoheal: " + d->summary + " on " + agent.node +
+                                  "; the job was left running (agent.on_fault: notify)"
+                            : "autoheal: ended the job: " + d->summary + " on " + agent.node +
+                                  WhyNotRequeued(d->explanation, agent.agent.on_fault, d->requeue);
+    d->requeue = false;
+    if (agent.rc.dry_run) {
+        rem::RecordOutcome(env, incidents.job, diag::Action::kExplain, env.ctx.job_id,
+                           diag::Outcome::kDryRun, d->explanation);
+        return "dry-run";
+    }
+    rem::JobUpdate u;
+    u.admin_comment = d->explanation;
+    auto up = agent.slurm.UpdateJob(job, u);
+    if (!up) spdlog::warn("autoheal: agent: {}", up.error());
+    std::string failure;
+    if (!notify) {
+        auto ended = rem::UntilSlurmAnswers(agent.clock, [&] { return agent.slurm.EndJob(job); });
+        if (!ended) failure = ended.error();
+    }
+    rem::RecordOutcome(env, incidents.job, diag::Action::kExplain, env.ctx.job_id,
+                       failure.empty() ? diag::Outcome::kDone : diag::Outcome::kFailed,
+                       failure.empty() ? d->explanation : failure);
+    return failure.empty() ? "done" : "failed";
+}
+
+std::string ActOnJob(const AgentEnv& env, const diag::EvidenceSet& found,
+                     const diag::Diagnosis& local, const rem::JobInfo& job) {
+    ScriptContext ctx;
+    ctx.job_id = std::to_string(job.id);
+    ctx.node = env.node;
+    ctx.nodelist = job.nodes;
+    ctx.restart_count = std::to_string(job.restart_count);
+    ctx.options = OptionsOf(env, ctx.job_id);
+    const rem::CtldEnv cenv = CtldEnvOf(env, ctx);
+    rem::DecisionInput in = InputFor(env, found, ctx.job_id, job.restart_count);
+    in.job.auto_resume = ctx.options.auto_resume;
+    in.job.nodes = rem::SlurmAdapter::ExpandHostlist(job.nodes);
+
+    rem::AgentRecord rec;
+    rec.job = ctx.job_id;
+    rec.node = env.node;
+    rec.restart = job.restart_count;
+    rec.time = env.clock.Now();
+    rec.rule = local.rule;
+    rec.cause = local.cause;
+    rec.gpu = local.culprit.gpu;
+    rec.evidence = found;
+    WriteRecord(env, rec);  // the evidence is on record before anything is done
+
+    rem::FileLock lock(env.config.state_dir + "/controller.lock");
+    auto times = rem::LoadFacts(cenv, &in);
+    if (!times) return "job " + ctx.job_id + ": " + times.error();
+    if (times->requeued_elsewhere) {
+        rec.job_action = "none";
+        rec.explanation = "the job was being requeued already";
+        WriteRecord(env, rec);
+        return "job " + ctx.job_id + ": requeued already, left alone";
+    }
+    in.job.failed = true;  // the fault stops it, whether or not it has noticed yet
+    auto d = rem::DecideJob(cenv, &in, *times);
+    if (!d) return "job " + ctx.job_id + ": " + d.error();
+    auto incidents = rem::RecordIncidents(cenv, in, *d);
+    if (!incidents) return "job " + ctx.job_id + ": " + incidents.error();
+    const rem::ActOutcome acted = rem::Act(cenv, in, *d, *incidents);
+    std::string failure;
+    if (d->requeue && env.agent.on_fault == OnFault::kRequeue) {
+        failure = rem::Requeue(cenv, in, &*d, *incidents);
+        rec.job_action = "requeue";
+        rec.outcome = env.rc.dry_run ? "dry-run" : failure.empty() ? "done" : "failed";
+    } else {
+        rec.job_action = env.agent.on_fault == OnFault::kNotify ? "notify" : "end";
+        rec.outcome = EndWithExplanation(cenv, env, &*d, *incidents, job.id);
+    }
+    rem::Explain(cenv, in, *d, *times, failure, acted.asked);
+    rec.explanation = d->explanation;
+    WriteRecord(env, rec);
+    std::string line = "job " + ctx.job_id + ": " + rec.job_action + " " + rec.outcome;
+    for (const std::string& x : acted.done) line += "; " + x;
+    return line + "; " + d->explanation;
+}
+
+// No job on the node: record the fault and carry out its plan, so no job lands on the node.
+std::string ActOnIdleNode(const AgentEnv& env, const diag::EvidenceSet& found) {
+    ScriptContext ctx;
+    ctx.node = env.node;
+    const rem::CtldEnv cenv = CtldEnvOf(env, ctx);
+    rem::DecisionInput in = InputFor(env, found, "", 0);
+    in.job.nodes = {env.node};
+    const std::int64_t now = env.clock.Now();
+    if (auto h = env.store.History(now - 90 * std::int64_t{86400}, env.node, "")) {
+        in.history.emplace_back(env.node, std::move(*h));
+    }
+    rem::JobTimes times;
+    times.requeued_elsewhere = true;  // no job: no job run to record
+    rem::FileLock lock(env.config.state_dir + "/controller.lock");
+    auto d = rem::DecideJob(cenv, &in, times);
+    if (!d) return "node " + env.node + " (idle): " + d.error();
+    rem::Incidents incidents;
+    std::string texts;
+    for (const diag::Evidence& e : found.items) texts += e.text + "\n";
+    for (const rem::NodeVerdict& v : d->verdicts) {
+        if (v.diagnosis.rule.empty()) continue;
+        rem::IncidentRecord rec;
+        rec.time = now;
+        rec.node = v.node;
+        rec.gpu = v.diagnosis.culprit.gpu;
+        rec.cause = v.diagnosis.cause;
+        rec.rule = v.diagnosis.rule;
+        rec.confidence = v.diagnosis.confidence;
+        rec.evidence_json = rem::EvidenceSetToJson(v.evidence);
+        rec.dedup_key = "agent/" + v.node + "/" + v.diagnosis.rule + "/" +
+                        std::to_string(std::hash<std::string>{}(texts));
+        auto id = env.store.RecordIncident(rec);
+        if (!id) return "node " + env.node + " (idle): " + id.error();
+        incidents.of_node[v.node] = *id;
+        incidents.job = *id;
+    }
+    const rem::ActOutcome acted = rem::Act(cenv, in, *d, incidents);
+    std::string line = "node " + env.node + " (idle): " + d->summary;
+    for (const std::string& x : acted.done) line += "; " + x;
+    return line;
+}
+
+}  // namespace
+
+FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
+    FaultHandled out;
+    diag::EvidenceSet found;
+    env.engine.scanner->ScanText(lines, "kernel", &found);
+    if (found.items.empty()) return out;
+    diag::EvidenceSet analyzed = found;
+    diag::Analyze(&analyzed);
+    diag::DiagnoseOptions options;
+    options.node = env.node;
+    options.now = env.clock.Now();
+    const diag::Diagnosis local = diag::Diagnose(env.engine.rules, analyzed, options);
+    out.rule = local.rule;
+    out.cause = local.cause;
+    out.interrupting = local.interrupts_job;
+    if (!local.interrupts_job) return out;
+    auto jobs =
+        rem::UntilSlurmAnswers(env.clock, [&] { return env.slurm.RunningJobsOn(env.node); });
+    if (!jobs) {
+        out.done.push_back("node " + env.node + ": " + jobs.error());
+        return out;
+    }
+    if (jobs->empty()) {
+        out.done.push_back(ActOnIdleNode(env, found));
+        return out;
+    }
+    for (const rem::JobInfo& job : *jobs) out.done.push_back(ActOnJob(env, found, local, job));
+    return out;
+}
+
+}  // namespace autoheal::agent
