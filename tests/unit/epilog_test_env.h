@@ -53,6 +53,7 @@ class EpilogTestEnv {
     std::filesystem::path dir;
     Config config;
     RemediationConfig rc;
+    health::HealthConfig health;
     TicketConfig tickets;
     Engine engine;
     std::unique_ptr<IncidentStore> store;
