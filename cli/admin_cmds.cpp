@@ -17,7 +17,7 @@
 #include "autoheal/remediation/controller.h"
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/metrics.h"
-#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/settings.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "cli_common.h"
 
@@ -117,22 +117,16 @@ std::string ActionWords(const std::vector<ActionRow>& actions) {
 }
 
 struct Setup {
-    Config config;
-    remediation::RemediationConfig rc;
+    remediation::Settings settings;
     std::unique_ptr<remediation::IncidentStore> store;
 };
 
 std::optional<Setup> SetUp(const char* command, bool create_store = false) {
-    auto config = LoadConfigOrComplain(command);
-    if (!config) return std::nullopt;
-    auto rc = remediation::ParseRemediationConfig(config->remediation, config->source);
-    if (!rc) {
-        std::fprintf(stderr, "autoheal: %s: %s\n", command, rc.error().c_str());
-        return std::nullopt;
-    }
-    auto store = OpenStoreOrComplain(command, *config, create_store);
+    auto settings = LoadSettingsOrComplain(command);
+    if (!settings) return std::nullopt;
+    auto store = OpenStoreOrComplain(command, settings->core, create_store);
     if (!store) return std::nullopt;
-    return Setup{std::move(*config), std::move(*rc), std::move(store)};
+    return Setup{std::move(*settings), std::move(store)};
 }
 
 constexpr const char* kStatusUsage =
@@ -201,7 +195,7 @@ int Status(const std::vector<std::string>& argv) {
     auto s = SetUp("status");
     if (!s) return 1;
     const std::int64_t now = Now();
-    SlurmAdapter slurm(s->rc.slurm_conf);
+    SlurmAdapter slurm(s->settings.remediation.slurm_conf);
     auto nodes = slurm.ListNodes();
     if (!nodes) {
         std::fprintf(stderr, "autoheal: status: cannot read node states: %s\n",
@@ -211,10 +205,11 @@ int Status(const std::vector<std::string>& argv) {
     auto tickets = s->store->Tickets(false);
     std::vector<TicketRow> all_tickets = tickets ? *tickets : std::vector<TicketRow>{};
     const int taken = remediation::NodesTakenOut(*nodes);
-    const int limit = remediation::BreakerLimit(s->rc.breaker, static_cast<int>(nodes->size()));
+    const int limit =
+        remediation::BreakerLimit(s->settings.remediation.breaker, static_cast<int>(nodes->size()));
     const bool open = taken >= limit;
     std::vector<QuarantinedNode> quarantine;
-    if (auto q = ReadQuarantineFile(s->config.policy.quarantine_file)) {
+    if (auto q = ReadQuarantineFile(s->settings.core.policy.quarantine_file)) {
         for (const QuarantinedNode& n : *q) {
             if (n.until > now) quarantine.push_back(n);
         }
@@ -257,10 +252,10 @@ int Status(const std::vector<std::string>& argv) {
              {"quarantine", q},
              {"tickets_undelivered", undelivered},
              {"agents", AgentsJson(agents)},
-             {"dry_run", s->rc.dry_run}});
+             {"dry_run", s->settings.remediation.dry_run}});
         return 0;
     }
-    if (s->rc.dry_run)
+    if (s->settings.remediation.dry_run)
         std::printf("mode: DRY-RUN (remediation.dry_run: actions are only logged)\n");
     std::printf("breaker: %s (%d of %d nodes held out of service by autoheal; cluster of %zu)\n",
                 open ? "OPEN: new node actions are held" : "closed", taken, limit, nodes->size());
@@ -357,7 +352,7 @@ int Node(const std::vector<std::string>& argv) {
     if (!since) return 2;
     auto s = SetUp("node");
     if (!s) return 1;
-    SlurmAdapter slurm(s->rc.slurm_conf);
+    SlurmAdapter slurm(s->settings.remediation.slurm_conf);
     auto info = slurm.GetNode(name);
 
     IncidentQuery q;
@@ -408,7 +403,8 @@ int Node(const std::vector<std::string>& argv) {
         }
     }
     int unexplained = 0;
-    if (auto n = s->store->CountJobRuns(name, "unexplained", now - s->rc.lemon.window_seconds)) {
+    if (auto n = s->store->CountJobRuns(name, "unexplained",
+                                        now - s->settings.remediation.lemon.window_seconds)) {
         unexplained = *n;
     }
 
@@ -455,7 +451,7 @@ int Node(const std::vector<std::string>& argv) {
         std::printf("%s: Slurm state unknown (%s)\n", name.c_str(), info.error().c_str());
     }
     std::printf("unexplained job failures within %s: %d\n",
-                FormatDuration(s->rc.lemon.window_seconds).c_str(), unexplained);
+                FormatDuration(s->settings.remediation.lemon.window_seconds).c_str(), unexplained);
     std::printf("\nincidents since %s: %zu\n", FormatTime(*since).c_str(), rows->size());
     if (!rows->empty()) {
         Table t({"TIME", "JOB", "GPU", "CAUSE", "RULE", "ACTIONS", "EVIDENCE"}, 70);
@@ -542,7 +538,7 @@ int Resume(const std::vector<std::string>& argv) {
     }
     auto s = SetUp("resume", /*create_store=*/true);
     if (!s) return 1;
-    SlurmAdapter slurm(s->rc.slurm_conf);
+    SlurmAdapter slurm(s->settings.remediation.slurm_conf);
     auto node = slurm.GetNode(name);
     if (!node) {
         std::fprintf(stderr, "autoheal: resume: %s\n", node.error().c_str());
@@ -566,7 +562,7 @@ int Resume(const std::vector<std::string>& argv) {
         }
         if (*r == SlurmAdapter::ResumeOutcome::kResumed) outcome = diag::Outcome::kDone;
     }
-    auto unquarantined = RemoveFromQuarantine(s->config.policy.quarantine_file, name, Now());
+    auto unquarantined = RemoveFromQuarantine(s->settings.core.policy.quarantine_file, name, Now());
     if (!unquarantined) {
         std::fprintf(stderr, "autoheal: resume: quarantine: %s\n", unquarantined.error().c_str());
     }
@@ -602,7 +598,7 @@ int Tickets(const std::vector<std::string>& argv) {
     if (!s) return 1;
     bool delivered_ok = true;
     if (args->Has("--deliver")) {
-        auto out = remediation::DeliverPendingTickets(s->config, 60.0);
+        auto out = remediation::DeliverPendingTickets(s->settings, 60.0);
         std::fprintf(stderr, "autoheal: tickets: %s\n", out.summary.c_str());
         delivered_ok = out.ok;
     }
@@ -655,11 +651,11 @@ int Metrics(const std::vector<std::string>& argv) {
     }
     auto s = SetUp("metrics");
     if (!s) return 1;
-    SlurmAdapter slurm(s->rc.slurm_conf);
+    SlurmAdapter slurm(s->settings.remediation.slurm_conf);
     auto nodes = slurm.ListNodes();
     if (!nodes) std::fprintf(stderr, "autoheal: metrics: %s\n", nodes.error().c_str());
-    auto text =
-        remediation::RenderControllerMetrics(*s->store, nodes ? &*nodes : nullptr, s->rc, Now());
+    auto text = remediation::RenderControllerMetrics(*s->store, nodes ? &*nodes : nullptr,
+                                                     s->settings.remediation, Now());
     if (!text) {
         std::fprintf(stderr, "autoheal: metrics: %s\n", text.error().c_str());
         return 1;

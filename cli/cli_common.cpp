@@ -13,13 +13,13 @@
 #include "autoheal/core/duration.h"
 #include "autoheal/core/escape.h"
 #include "autoheal/core/program.h"
-#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/settings.h"
 
 namespace autoheal::cli {
 
-std::optional<Config> LoadConfigOrComplain(const char* command) {
+std::optional<remediation::Settings> LoadSettingsOrComplain(const char* command) {
     const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
-    auto loaded = LoadConfigFile(path);
+    auto loaded = remediation::LoadSettingsFile(path);
     if (!loaded) {
         std::fprintf(stderr, "autoheal: %s: %s\n", command, loaded.error().c_str());
         return std::nullopt;

@@ -13,6 +13,7 @@
 #include "autoheal/core/config.h"
 #include "autoheal/diag/rule_files.h"
 #include "autoheal/remediation/incident_store.h"
+#include "autoheal/remediation/settings.h"
 
 namespace autoheal::cli {
 
@@ -20,9 +21,10 @@ namespace autoheal::cli {
 // (with file:line:col and snippets) and returns nullopt when the rules are unusable.
 std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>& paths);
 
-// autoheal.yaml ($AUTOHEAL_CONFIG, else next to the program, else /etc/autoheal). A missing file
-// gives the defaults; a broken one is reported (file:line:column) and gives nullopt.
-std::optional<Config> LoadConfigOrComplain(const char* command);
+// autoheal.yaml ($AUTOHEAL_CONFIG, else next to the program, else /etc/autoheal), every section
+// parsed (remediation/settings.h). A missing or broken file is reported (file:line:column) and
+// gives nullopt.
+std::optional<remediation::Settings> LoadSettingsOrComplain(const char* command);
 
 // The incident store under the config's state_dir, or nullptr after saying why. Only commands
 // that record something (`create`) make a store where none is: the others say where to look.

@@ -5,9 +5,7 @@
 
 #include "autoheal/core/config.h"
 #include "autoheal/core/program.h"
-#include "autoheal/health/health_config.h"
-#include "autoheal/remediation/remediation_config.h"
-#include "autoheal/remediation/tickets.h"
+#include "autoheal/remediation/settings.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {
@@ -40,12 +38,12 @@ int Check(const std::vector<std::string>& args) {
     }
     if (path.empty()) path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
 
-    auto loaded = LoadConfigFile(path);
+    auto loaded = remediation::LoadSettingsFile(path);
     std::vector<std::string> problems;
     if (!loaded) {
-        problems.push_back(loaded.error());
-    } else if (const std::string p = remediation::ValidateConfigSections(*loaded); !p.empty()) {
-        // Each section is checked on its own, so one run names a problem in each.
+        // One problem per line: each section is parsed on its own, so one run names a problem
+        // in each.
+        const std::string& p = loaded.error();
         std::size_t start = 0;
         for (std::size_t nl; (nl = p.find('\n', start)) != std::string::npos; start = nl + 1) {
             problems.push_back(p.substr(start, nl - start));

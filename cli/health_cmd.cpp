@@ -2,11 +2,13 @@
 // 2 unknown (nothing could be checked, e.g. no NVIDIA driver) or usage error.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "autoheal/core/config.h"
 #include "autoheal/core/program.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
+#include "autoheal/remediation/settings.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {
@@ -54,23 +56,23 @@ int Health(const std::vector<std::string>& args) {
             return 2;
         }
     }
+    // No config file: the defaults (a machine where autoheal is not set up yet); a broken one is
+    // said, with where.
     const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
-    Config config;
-    if (auto loaded = LoadConfigFile(path)) {
-        config = std::move(loaded).value();
-    } else if (std::getenv("AUTOHEAL_CONFIG") != nullptr) {
-        std::fprintf(stderr, "autoheal: health: %s\n", loaded.error().c_str());
-        return 2;
+    health::HealthConfig hc;
+    std::error_code ec;
+    if (std::getenv("AUTOHEAL_CONFIG") != nullptr || std::filesystem::exists(path, ec)) {
+        auto loaded = remediation::LoadSettingsFile(path);
+        if (!loaded) {
+            std::fprintf(stderr, "autoheal: health: %s\n", loaded.error().c_str());
+            return 2;
+        }
+        hc = loaded->health;
     }
-    auto hc = health::ParseHealthConfig(config.health, config.source);
-    if (!hc) {
-        std::fprintf(stderr, "autoheal: health: %s\n", hc.error().c_str());
-        return 2;
-    }
-    request.config = *hc;
+    request.config = hc;
     request.tier =
-        tier.value_or(hc->default_tier == HealthTier::kOff ? HealthTier::kQuick : hc->default_tier);
-    request.cuda_module = health::ResolveCudaModule(*hc, SelfExePath());
+        tier.value_or(hc.default_tier == HealthTier::kOff ? HealthTier::kQuick : hc.default_tier);
+    request.cuda_module = health::ResolveCudaModule(hc, SelfExePath());
     health::HealthReport report = health::RunHealthChecks(request);
     if (json) {
         std::printf("%s\n", health::ReportToJson(report).c_str());

@@ -18,7 +18,7 @@
 #include "autoheal/core/files.h"
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/job_records.h"
-#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/settings.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {
@@ -134,14 +134,9 @@ int Replay(const std::vector<std::string>& argv) {
     const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
     auto since = ParseSinceOrComplain("replay", "--since", args->Value("--since", "7d"), now);
     if (!since) return 2;
-    auto config = LoadConfigOrComplain("replay");
-    if (!config) return 2;
-    auto parsed = remediation::ParseRemediationConfig(config->remediation, config->source);
-    if (!parsed) {
-        std::fprintf(stderr, "autoheal: replay: %s\n", parsed.error().c_str());
-        return 2;
-    }
-    remediation::RemediationConfig rc = *parsed;
+    auto settings = LoadSettingsOrComplain("replay");
+    if (!settings) return 2;
+    remediation::RemediationConfig rc = settings->remediation;
     // Neither decision is held back by the breaker.
     rc.breaker.max_fraction = 1.0;
     rc.breaker.max_nodes = 1 << 30;
@@ -149,11 +144,11 @@ int Replay(const std::vector<std::string>& argv) {
     if (!installed) return 2;
     auto candidate = LoadRulesOrComplain({args->Value("--rules")});
     if (!candidate) return 2;
-    auto store = OpenStoreOrComplain("replay", *config);
+    auto store = OpenStoreOrComplain("replay", settings->core);
     if (!store) return 2;
 
     std::vector<std::string> problems;
-    std::vector<Run> runs = LoadRuns(config->state_dir, *since, &problems);
+    std::vector<Run> runs = LoadRuns(settings->core.state_dir, *since, &problems);
     for (const std::string& p : problems) std::fprintf(stderr, "autoheal: replay: %s\n", p.c_str());
 
     nlohmann::json out = nlohmann::json::array();

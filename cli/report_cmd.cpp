@@ -158,9 +158,9 @@ int Report(const std::vector<std::string>& args) {
     options.ckpt_cost = *cost;
     options.restart_overhead_fallback = *overhead;
 
-    auto config = LoadConfigOrComplain("report");
-    if (!config) return 1;
-    auto store = OpenStoreOrComplain("report", *config);
+    auto settings = LoadSettingsOrComplain("report");
+    if (!settings) return 1;
+    auto store = OpenStoreOrComplain("report", settings->core);
     if (!store) return 1;
     auto runs = store->Runs(options.since);
     if (!runs) {

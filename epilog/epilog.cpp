@@ -6,14 +6,14 @@
 
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/controller.h"
-#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/program_start.h"
 
 int main() {
-    return autoheal::RunJobScript(
+    return autoheal::remediation::RunJobScript(
         "autoheal-epilog", "epilog",
-        [](const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx) {
+        [](const autoheal::remediation::ProgramStart& start, const autoheal::ScriptContext& ctx) {
             auto outcome =
-                autoheal::remediation::RunNodeEpilog(start.config, ctx, autoheal::SelfExePath());
+                autoheal::remediation::RunNodeEpilog(start.settings, ctx, autoheal::SelfExePath());
             if (outcome.ok) {
                 spdlog::info("autoheal: epilog: {}", outcome.summary);
             } else {
@@ -21,6 +21,5 @@ int main() {
                               outcome.summary);
             }
             return 0;
-        },
-        autoheal::remediation::ValidateConfigSections);
+        });
 }

@@ -6,13 +6,13 @@
 
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/controller.h"
-#include "autoheal/remediation/remediation_config.h"
+#include "autoheal/remediation/program_start.h"
 
 int main() {
-    return autoheal::RunJobScript(
+    return autoheal::remediation::RunJobScript(
         "autoheal-epilog-ctld", "epilog-ctld",
-        [](const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx) {
-            auto outcome = autoheal::remediation::RunControllerEpilog(start.config, ctx,
+        [](const autoheal::remediation::ProgramStart& start, const autoheal::ScriptContext& ctx) {
+            auto outcome = autoheal::remediation::RunControllerEpilog(start.settings, ctx,
                                                                       autoheal::SelfExePath());
             if (outcome.ok) {
                 spdlog::info("autoheal: epilog-ctld: {}", outcome.summary);
@@ -20,6 +20,5 @@ int main() {
                 spdlog::error("autoheal: epilog-ctld: job={}: {}", ctx.job_id, outcome.summary);
             }
             return 0;
-        },
-        autoheal::remediation::ValidateConfigSections);
+        });
 }

@@ -19,6 +19,7 @@
 #include "autoheal/remediation/evidence_sources.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/metrics.h"
+#include "autoheal/remediation/program_start.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -54,34 +55,27 @@ std::string DrainReason(const health::HealthReport& report) {
     return rem::FormatReason(reason);
 }
 
-int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx) {
+int Run(const rem::ProgramStart& start, const autoheal::ScriptContext& ctx) {
+    const rem::RemediationConfig& rc = start.settings.remediation;
+    const health::HealthConfig& hc = start.settings.health;
+    const std::string& state_dir = start.settings.core.state_dir;
     // Where the kernel log stands now: the epilog reads what comes after.
-    std::string kernel_cursor;
-    auto parsed = rem::ParseRemediationConfig(start.config.remediation, start.config.source);
-    if (!parsed) spdlog::error("autoheal: prolog: {}: remediation defaults apply", parsed.error());
-    const rem::RemediationConfig rc = parsed ? *parsed : rem::RemediationConfig{};
-    kernel_cursor = rem::KernelLogCursor(rem::KernelLogFor(rc, ctx.node));
-    auto config = health::ParseHealthConfig(start.config.health, start.config.source);
-    if (!config) {
-        spdlog::error("autoheal: prolog: health config: {}: no checks run", config.error());
-        SaveBaseline(start.config.state_dir, ctx, nullptr, kernel_cursor);
-        return 0;
-    }
-    HealthTier tier = ctx.options.health_check.value_or(config->default_tier);
-    if (tier == HealthTier::kOff && !config->allow_off) {
+    const std::string kernel_cursor = rem::KernelLogCursor(rem::KernelLogFor(rc, ctx.node));
+    HealthTier tier = ctx.options.health_check.value_or(hc.default_tier);
+    if (tier == HealthTier::kOff && !hc.allow_off) {
         spdlog::info(
             "autoheal: prolog: job={} asked for --health-check=off, which this site "
             "does not allow: running {}",
-            ctx.job_id, autoheal::HealthTierName(config->default_tier));
-        tier = config->default_tier;
+            ctx.job_id, autoheal::HealthTierName(hc.default_tier));
+        tier = hc.default_tier;
     }
     if (tier == HealthTier::kOff) {
         spdlog::info("autoheal: prolog: job={} node={}: health checks off", ctx.job_id, ctx.node);
-        SaveBaseline(start.config.state_dir, ctx, nullptr, kernel_cursor);
+        SaveBaseline(state_dir, ctx, nullptr, kernel_cursor);
         return 0;
     }
     if (ctx.job_gpus.empty()) {
-        SaveBaseline(start.config.state_dir, ctx, nullptr, kernel_cursor);
+        SaveBaseline(state_dir, ctx, nullptr, kernel_cursor);
         spdlog::info("autoheal: prolog: job={} node={}: no GPUs allocated, nothing to check",
                      ctx.job_id, ctx.node);
         return 0;
@@ -95,10 +89,10 @@ int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx)
     health::RunRequest request;
     request.tier = tier;
     request.gpu_minors = *minors;
-    request.config = *config;
-    request.cuda_module = health::ResolveCudaModule(*config, autoheal::SelfExePath());
+    request.config = hc;
+    request.cuda_module = health::ResolveCudaModule(hc, autoheal::SelfExePath());
     health::HealthReport report = health::RunHealthChecks(request);
-    SaveBaseline(start.config.state_dir, ctx, &report, kernel_cursor);
+    SaveBaseline(state_dir, ctx, &report, kernel_cursor);
     for (const health::CheckResult& r : report.results) {
         if (r.status == health::Status::kPass) continue;
         spdlog::warn("autoheal: prolog: job={} node={} {} {}{}: {}", ctx.job_id, ctx.node,
@@ -160,7 +154,4 @@ int Run(const autoheal::ProgramStart& start, const autoheal::ScriptContext& ctx)
 }  // namespace
 
 // Our own bugs fail open (RunJobScript: exit 0, the job is allowed to start).
-int main() {
-    return autoheal::RunJobScript("autoheal-prolog", "prolog", Run,
-                                  autoheal::remediation::ValidateConfigSections);
-}
+int main() { return rem::RunJobScript("autoheal-prolog", "prolog", Run); }

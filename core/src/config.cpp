@@ -3,10 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <vector>
 
 #include "autoheal/core/files.h"
@@ -20,147 +17,162 @@ std::string Where(std::string_view source, const YAML::Mark& mark) {
            std::to_string(mark.column + 1);
 }
 
-}  // namespace
+Error At(std::string_view source, const YAML::Node& node, const std::string& what) {
+    return MakeError(ErrorCode::kInvalid, Where(source, node.Mark()) + ": " + what);
+}
 
-Result<Config> ParseConfig(std::string_view text, std::string_view source_name) {
-    Config config;
-    config.source = std::string(source_name);
-    YAML::Node root;
-    try {
-        root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-        return MakeError(Where(source_name, e.mark) + ": " + e.msg);
-    }
-    // state_dir, `policy:` and health.allow_off are read by the job_submit plugin's scanner:
-    // the policy comes from it, and what this parser read must be what the plugins read.
-    auto finish = [&config, text, source_name]() -> Result<Config> {
-        auto scanned = ScanSubmitSettings(text, source_name);
-        if (!scanned) return scanned.status();
-        if (scanned->state_dir != config.state_dir) {
-            return MakeError(ErrorCode::kInternal, std::string(source_name) +
-                                                       ": state_dir: the plugins' scanner read '" +
-                                                       scanned->state_dir + "', the YAML parser '" +
-                                                       config.state_dir + "'");
-        }
-        config.policy = scanned->policy;
-        return config;
-    };
-    if (root.IsNull()) return finish();  // an empty file means all defaults
-    if (!root.IsMap()) {
-        return MakeError(Where(source_name, root.Mark()) + ": expected a mapping of settings");
-    }
-    // Settings whose value is one word out of a fixed list, and where each goes.
-    using Words = std::vector<std::string_view>;
+// Settings whose value is one word out of a fixed list, and where each goes.
+using Words = std::vector<std::string_view>;
+const std::map<std::string, std::pair<Words, std::string Config::*>>& Choices() {
     static const std::map<std::string, std::pair<Words, std::string Config::*>> kChoices{
         {"log_level", {{"trace", "debug", "info", "warn", "error"}, &Config::log_level}},
         {"log_target", {{"file", "syslog"}, &Config::log_target}},
         {"log_format", {{"text", "json"}, &Config::log_format}},
     };
+    return kChoices;
+}
+
+// One top-level string setting into `config`: false when `key` is none of them.
+Result<bool> ParseStringKey(const std::string& key, const YAML::Node& value,
+                            std::string_view source, Config* config) {
+    const auto choice = Choices().find(key);
+    if (key != "log_file" && key != "state_dir" && choice == Choices().end()) return false;
+    if (!value.IsScalar()) return At(source, value, key + ": expected a string");
+    const std::string s = value.as<std::string>();
+    if (choice == Choices().end()) {
+        if (s.empty() || s.front() != '/')
+            return At(source, value, key + ": expected an absolute path");
+        (key == "log_file" ? config->log_file : config->state_dir) = s;
+        return true;
+    }
+    const auto& [allowed, field] = choice->second;
+    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+        std::string list;
+        for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return At(source, value, key + ": '" + s + "' is not one of " + list);
+    }
+    config->*field = s;
+    return true;
+}
+
+// state_dir, `policy:` and health.allow_off are read by the job_submit plugin's scanner: the
+// policy comes from it, and what this parser read must be what the plugins read.
+Result<Config> WithScannedPolicy(Config config, std::string_view text, std::string_view source) {
+    auto scanned = ScanSubmitSettings(text, source);
+    if (!scanned) return scanned.status();
+    if (scanned->state_dir != config.state_dir) {
+        return MakeError(ErrorCode::kInternal,
+                         std::string(source) + ": state_dir: the plugins' scanner read '" +
+                             scanned->state_dir + "', the YAML parser '" + config.state_dir + "'");
+    }
+    config.policy = scanned->policy;
+    return config;
+}
+
+}  // namespace
+
+Config DefaultConfig(const std::string& state_dir) {
+    Config config;
+    config.state_dir = state_dir;
+    config.policy.quarantine_file = DefaultQuarantineFile(state_dir);
+    return config;
+}
+
+Result<YAML::Node> ParseConfigDocument(std::string_view text, std::string_view source) {
+    YAML::Node root;
+    try {
+        root = YAML::Load(std::string(text));
+    } catch (const YAML::Exception& e) {
+        return MakeError(ErrorCode::kInvalid, Where(source, e.mark) + ": " + e.msg);
+    }
+    if (!root.IsNull() && !root.IsMap()) return At(source, root, "expected a mapping of settings");
+    return root;
+}
+
+Result<Config> ParseCoreConfig(const YAML::Node& root, std::string_view text,
+                               std::string_view source,
+                               const std::vector<std::string_view>& sections) {
+    Config config;
+    config.source = std::string(source);
+    if (root.IsNull()) return WithScannedPolicy(std::move(config), text, source);  // all defaults
     try {
         for (const auto& item : root) {
             const std::string key = item.first.as<std::string>();
             const YAML::Node& value = item.second;
-            if (key == "health" || key == "remediation" || key == "agent") {
-                if (!value.IsMap()) {
-                    return MakeError(Where(source_name, value.Mark()) + ": " + key +
-                                     ": expected a mapping of settings");
-                }
-                (key == "health"        ? config.health
-                 : key == "remediation" ? config.remediation
-                                        : config.agent) = value;
-                continue;
-            }
             if (key == "policy") continue;  // read with state_dir below, as the plugin does
-            const auto choice = kChoices.find(key);
-            if (key == "log_file" || key == "state_dir" || choice != kChoices.end()) {
-                if (!value.IsScalar()) {
-                    return MakeError(Where(source_name, value.Mark()) + ": " + key +
-                                     ": expected a string");
+            if (std::find(sections.begin(), sections.end(), key) != sections.end()) {
+                if (!value.IsMap() && !value.IsNull()) {
+                    return At(source, value, key + ": expected a mapping of settings");
                 }
-                std::string s = value.as<std::string>();
-                if (choice == kChoices.end()) {
-                    if (s.empty() || s.front() != '/') {
-                        return MakeError(Where(source_name, value.Mark()) + ": " + key +
-                                         ": expected an absolute path");
-                    }
-                    (key == "log_file" ? config.log_file : config.state_dir) = s;
-                } else {
-                    const auto& [allowed, field] = choice->second;
-                    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
-                        std::string list;
-                        for (std::string_view a : allowed)
-                            list += (list.empty() ? "" : ", ") + std::string(a);
-                        return MakeError(Where(source_name, value.Mark()) + ": " + key + ": '" + s +
-                                         "' is not one of " + list);
-                    }
-                    config.*field = s;
-                }
-            } else {
-                return MakeError(Where(source_name, item.first.Mark()) + ": unknown setting '" +
-                                 key + "'");
+                continue;  // the section's owner parses it
             }
+            auto read = ParseStringKey(key, value, source, &config);
+            if (!read) return read.status();
+            if (!*read) return At(source, item.first, "unknown setting '" + key + "'");
         }
     } catch (const YAML::Exception& e) {
-        return MakeError(Where(source_name, e.mark) + ": " + e.msg);
+        return MakeError(ErrorCode::kInvalid, Where(source, e.mark) + ": " + e.msg);
     }
-    return finish();
-}
-
-Result<Config> LoadConfigFile(const std::string& path) {
-    auto text = ReadConfigText(path);
-    if (!text) return MakeError(text.error());
-    return ParseConfig(*text, path);
+    return WithScannedPolicy(std::move(config), text, source);
 }
 
 std::string LastGoodDir(const std::string& state_dir) { return state_dir + "/last-good"; }
 
 namespace {
 
-std::string Validate(const Result<Config>& c, const ConfigValidator& validate) {
-    if (!c) return c.error();
-    return validate ? validate(*c) : "";
+// `parse` of `text`, refused too when the file is not trusted: the state_dir, or why not.
+Result<std::string> ParseTrusted(const std::string& path, const Result<std::string>& text,
+                                 const ConfigTextParser& parse) {
+    if (!text) return text.status();
+    auto state_dir = parse(*text, path);
+    if (!state_dir) return state_dir;
+    if (auto trusted = CheckTrustedFile(path); !trusted) return trusted.status();
+    return state_dir;
+}
+
+// Keeps a copy for the day the file breaks (best effort: e.g. the folder may not be writable by
+// this program's user, and the file in use is good, so a failure is ignored).
+void KeepLastGood(const std::string& state_dir, const std::string& text) {
+    const std::string copy = LastGoodDir(state_dir) + "/autoheal.yaml";
+    auto old = ReadSmallFile(copy, kMaxConfigBytes);
+    if (!text.empty() && (!old || *old != text)) {
+        static_cast<void>(WriteFileAtomically(copy, text, 0644, 0755));
+    }
 }
 
 }  // namespace
 
-LoadedConfig LoadConfigKeepingLastGood(const std::string& path, const ConfigValidator& validate) {
-    LoadedConfig out;
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
+ConfigLoad LoadConfigKeepingLastGood(const std::string& path, const ConfigTextParser& parse) {
+    ConfigLoad out;
+    bool missing = false;
+    const auto text = ReadSmallFile(path, kMaxConfigBytes, &missing);
+    if (missing) {
         out.problem = path + ": no such file: using the defaults";
         return out;
     }
-    // Read once: parsed, and kept as the last good copy when it is good.
-    const auto text = ReadConfigText(path);
-    const Result<Config> loaded =
-        text ? ParseConfig(*text, path) : Result<Config>(MakeError(text.error()));
-    std::string problem = Validate(loaded, validate);
-    if (auto trusted = CheckTrustedFile(path); !trusted) problem = trusted.error();
-    if (problem.empty()) {
-        out.config = *loaded;
-        // Keep a copy for the day the file breaks (best effort: e.g. the folder may not be
-        // writable by this program's user, and the file in use is good, so a failure is ignored).
-        const std::string copy = LastGoodDir(out.config.state_dir) + "/autoheal.yaml";
-        auto old = ReadSmallFile(copy, kMaxConfigBytes);
-        if (!text->empty() && (!old || *old != *text)) {
-            static_cast<void>(WriteFileAtomically(copy, *text, 0644, 0755));
-        }
+    auto used = ParseTrusted(path, text, parse);
+    if (used) {
+        out.origin = ConfigOrigin::kFile;
+        out.state_dir = *used;
+        KeepLastGood(out.state_dir, *text);
         return out;
     }
-    std::string state_dir = loaded ? loaded->state_dir : ScanConfigStateDir(path);
+    std::string state_dir = text ? ScanStateDir(*text) : "";
     if (state_dir.empty()) state_dir = kDefaultStateDir;
     const std::string copy = LastGoodDir(state_dir) + "/autoheal.yaml";
-    auto last_good = LoadConfigFile(copy);
-    if (std::filesystem::exists(copy, ec) && Validate(last_good, validate).empty() &&
-        CheckTrustedFile(copy)) {
-        out.config = std::move(last_good).value();
-        out.problem = problem + "; using the last good copy " + copy;
-        return out;
+    bool copy_missing = false;
+    const auto copy_text = ReadSmallFile(copy, kMaxConfigBytes, &copy_missing);
+    if (!copy_missing) {
+        if (auto good = ParseTrusted(copy, copy_text, parse)) {
+            out.origin = ConfigOrigin::kLastGood;
+            out.state_dir = *good;
+            out.problem = used.error() + "; using the last good copy " + copy;
+            return out;
+        }
     }
-    out.config = Config{};
-    out.config.state_dir = state_dir;
-    out.config.remediation["dry_run"] = true;
-    out.problem = problem + "; no last good copy (" + copy +
+    out.origin = ConfigOrigin::kBroken;
+    out.state_dir = state_dir;
+    out.problem = used.error() + "; no last good copy (" + copy +
                   "): using the defaults with remediation in dry-run";
     return out;
 }

@@ -11,11 +11,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "autoheal/core/files.h"
 
 namespace autoheal {
 namespace {
@@ -444,7 +445,7 @@ Result<SubmitSettings> SubmitSettingsReader::Read(const std::vector<Entry>& entr
         }
         if (!r) return r.status();
     }
-    if (!quarantine_set_) out_.policy.quarantine_file = out_.state_dir + "/quarantine.json";
+    if (!quarantine_set_) out_.policy.quarantine_file = DefaultQuarantineFile(out_.state_dir);
     return out_;
 }
 
@@ -456,24 +457,14 @@ Result<SubmitSettings> ScanSubmitSettings(std::string_view text, std::string_vie
     return SubmitSettingsReader(source).Read(*entries);
 }
 
-Result<std::string> ReadConfigText(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return MakeError(ErrorCode::kIo, path + ": cannot open");
-    std::string text;
-    text.resize(kMaxConfigBytes + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxConfigBytes) {
-        return MakeError(ErrorCode::kInvalid,
-                         path + ": larger than " + std::to_string(kMaxConfigBytes) + " bytes");
-    }
-    return text;
+std::string DefaultQuarantineFile(std::string_view state_dir) {
+    return std::string(state_dir) + "/quarantine.json";
 }
 
 Result<SubmitSettings> LoadSubmitSettings(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return ScanSubmitSettings("", path);
-    auto text = ReadConfigText(path);
+    bool missing = false;
+    auto text = ReadSmallFile(path, kMaxConfigBytes, &missing);
+    if (missing) return ScanSubmitSettings("", path);
     if (!text) return text.status();
     return ScanSubmitSettings(*text, path);
 }
@@ -489,21 +480,30 @@ std::string FindConfigPath(const char* env_value, const std::string& exe_path) {
     return "/etc/autoheal/autoheal.yaml";
 }
 
-std::string ScanConfigStateDir(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string line;
-    for (int n = 0; n < 10000 && std::getline(in, line); ++n) {
+std::string ScanStateDir(std::string_view text) {
+    int n = 0;
+    for (std::size_t at = 0; at < text.size() && n < 10000; ++n) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string_view::npos) end = text.size();
+        const std::string_view line = text.substr(at, end - at);
+        at = end + 1;
         if (line.rfind("state_dir:", 0) != 0) continue;
-        std::string v = line.substr(10);
-        const std::size_t hash = v.find(" #");
-        if (hash != std::string::npos) v.resize(hash);
+        std::string_view v = line.substr(10);
+        if (const std::size_t hash = v.find(" #"); hash != std::string_view::npos) {
+            v = v.substr(0, hash);
+        }
         const std::size_t a = v.find_first_not_of(" \t\"'");
         const std::size_t b = v.find_last_not_of(" \t\r\"'");
-        if (a == std::string::npos || b < a) return "";
+        if (a == std::string_view::npos || b < a) return "";
         v = v.substr(a, b - a + 1);
-        return !v.empty() && v.front() == '/' ? v : "";
+        return !v.empty() && v.front() == '/' ? std::string(v) : "";
     }
     return "";
+}
+
+std::string ScanConfigStateDir(const std::string& path) {
+    auto text = ReadSmallFile(path, kMaxConfigBytes);
+    return text ? ScanStateDir(*text) : "";
 }
 
 }  // namespace autoheal

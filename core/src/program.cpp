@@ -14,14 +14,8 @@
 
 namespace autoheal {
 
-ProgramStart StartProgram(std::string_view program_name, const ConfigValidator& validate) {
-    ProgramStart start;
-    const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfExePath());
-    LoadedConfig loaded = LoadConfigKeepingLastGood(path, validate);
-    start.config = std::move(loaded.config);
-    start.config_problem = loaded.problem;
+void InstallLogger(std::string_view program_name, const Config& c) {
     const std::string name(program_name);
-    const Config& c = start.config;
     const bool json = c.log_format == "json";
     std::shared_ptr<spdlog::logger> logger;
     if (c.log_target == "syslog") {
@@ -54,10 +48,6 @@ ProgramStart StartProgram(std::string_view program_name, const ConfigValidator& 
     logger->set_level(spdlog::level::from_str(c.log_level));
     logger->flush_on(spdlog::level::trace);
     spdlog::set_default_logger(logger);
-    if (!start.config_problem.empty()) {
-        spdlog::error("autoheal: config: {}", start.config_problem);
-    }
-    return start;
 }
 
 std::string SelfExePath() {
@@ -72,29 +62,6 @@ EnvLookup ProcessEnvLookup() {
         if (v == nullptr) return std::nullopt;
         return std::string(v);
     };
-}
-
-}  // namespace autoheal
-
-namespace autoheal {
-
-int RunJobScript(std::string_view program_name, std::string_view area,
-                 const std::function<int(const ProgramStart&, const ScriptContext&)>& body,
-                 const ConfigValidator& validate) noexcept {
-    try {
-        const ProgramStart start = StartProgram(program_name, validate);
-        const ScriptContext ctx = ReadScriptContext(ProcessEnvLookup());
-        for (const std::string& problem : ctx.problems) {
-            spdlog::warn("autoheal: {}: ignoring job option: {} job={}", area, problem, ctx.job_id);
-        }
-        spdlog::info("autoheal: {}: job seen: {}", area, DescribeScriptContext(ctx));
-        return body(start, ctx);
-    } catch (const std::exception& e) {
-        spdlog::error("autoheal: {}: internal error, failing open: {}", area, e.what());
-    } catch (...) {
-        spdlog::error("autoheal: {}: internal error, failing open", area);
-    }
-    return 0;
 }
 
 }  // namespace autoheal

@@ -2,15 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 #include <stdlib.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-
-#include "autoheal/core/program.h"
 
 namespace autoheal {
 namespace {
@@ -66,36 +61,6 @@ TEST(Iso8601Time, ShapeWithMillisecondsAndOffset) {
     ::setenv("TZ", "UTC", 1);
     ::tzset();
     EXPECT_EQ(Iso8601Time(t), "1970-01-01T00:00:01.234+00:00");
-}
-
-// The whole path: a config with log_format: json makes StartProgram's logger write JSON lines.
-TEST(StartProgram, JsonLinesToTheLogFile) {
-    auto dir = std::filesystem::temp_directory_path() / "autoheal-log-format-test";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    const auto log = dir / "sub" / "autoheal.log";
-    std::ofstream(dir / "autoheal.yaml")
-        << "log_file: " << log.string() << "\nlog_format: json\nlog_level: debug\n";
-    const auto previous = spdlog::default_logger();
-    ::setenv("AUTOHEAL_CONFIG", (dir / "autoheal.yaml").c_str(), 1);
-    const ProgramStart start = StartProgram("autoheal-test");
-    ::unsetenv("AUTOHEAL_CONFIG");
-    ASSERT_EQ(start.config_problem, "");
-    spdlog::debug("autoheal: test: \"quoted\" and\nnewline \xff");
-    spdlog::warn("autoheal: test: second");
-    spdlog::default_logger()->flush();
-    spdlog::set_default_logger(previous);
-
-    std::ifstream in(log);
-    std::string line;
-    std::vector<nlohmann::json> records;
-    while (std::getline(in, line)) records.push_back(ParseLine(line));
-    ASSERT_EQ(records.size(), 2u);
-    EXPECT_EQ(records[0]["level"], "debug");
-    EXPECT_EQ(records[0]["program"], "autoheal-test");
-    EXPECT_EQ(records[0]["message"], "autoheal: test: \"quoted\" and\nnewline \xef\xbf\xbd");
-    EXPECT_EQ(records[1]["level"], "warning");
-    std::filesystem::remove_all(dir);
 }
 
 TEST(TextLogFormatter, ControlCharactersInTheMessageAreEscaped) {

@@ -57,18 +57,18 @@ EpilogOutcome RunNodePipeline(const NodeEpilogEnv& env, SlurmClient& slurm) {
     return outcome;
 }
 
-EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
+EpilogOutcome RunNodeEpilog(const Settings& settings, const ScriptContext& ctx,
                             const std::string& self_exe) {
     if (!SafePathPart(ctx.job_id) || !SafePathPart(ctx.node)) {
         return {false, "job id or node name missing or unusable: nothing recorded"};
     }
-    auto rc = ParseRemediationConfig(config.remediation, config.source);
-    if (!rc) return {false, rc.error()};
-    auto engine = LoadEngine(self_exe, config.state_dir);
+    const RemediationConfig& rc = settings.remediation;
+    auto engine = LoadEngine(self_exe, settings.core.state_dir);
     if (!engine) return {false, engine.error()};
     SystemClock clock;
-    SlurmAdapter slurm(rc->slurm_conf);
-    return RunNodePipeline({config, ctx, *rc, *engine, self_exe, clock}, slurm);
+    SlurmAdapter slurm(rc.slurm_conf);
+    return RunNodePipeline({settings.core, ctx, rc, settings.health, *engine, self_exe, clock},
+                           slurm);
 }
 
 // ------------------------------------------------------------------------ controller epilog
@@ -184,19 +184,16 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     return {true, Summary(in, *decision, done)};
 }
 
-EpilogOutcome DeliverPendingTickets(const Config& config, double budget_seconds) {
-    auto rc = ParseRemediationConfig(config.remediation, config.source);
-    if (!rc) return {false, rc.error()};
-    auto tickets = ParseTicketConfig(rc->tickets, config.source, config.state_dir);
-    if (!tickets) return {false, tickets.error()};
-    FileLock lock(TicketLockPath(config.state_dir), FileLock::kTry);
+EpilogOutcome DeliverPendingTickets(const Settings& settings, double budget_seconds) {
+    FileLock lock(TicketLockPath(settings.core.state_dir), FileLock::kTry);
     if (!lock.held()) {
         return {true, "tickets: another process is delivering them now; nothing done"};
     }
-    auto store = IncidentStore::Open(config.state_dir + "/incidents.sqlite");
+    auto store = IncidentStore::Open(settings.core.state_dir + "/incidents.sqlite");
     if (!store) return {false, store.error()};
     SystemClock clock;
-    auto summary = DeliverDueTickets(**store, *tickets, clock.Now(), 100, budget_seconds);
+    auto summary =
+        DeliverDueTickets(**store, settings.remediation.tickets, clock.Now(), 100, budget_seconds);
     if (!summary) return {false, summary.error()};
     EpilogOutcome out;
     out.summary = "tickets delivered=" + std::to_string(summary->delivered) +
@@ -207,13 +204,11 @@ EpilogOutcome DeliverPendingTickets(const Config& config, double budget_seconds)
     return out;
 }
 
-EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx,
+EpilogOutcome RunControllerEpilog(const Settings& settings, const ScriptContext& ctx,
                                   const std::string& self_exe) {
     if (!SafePathPart(ctx.job_id)) return {false, "job id missing or unusable"};
-    auto rc = ParseRemediationConfig(config.remediation, config.source);
-    if (!rc) return {false, rc.error()};
-    auto tickets = ParseTicketConfig(rc->tickets, config.source, config.state_dir);
-    if (!tickets) return {false, tickets.error()};
+    const Config& config = settings.core;
+    const RemediationConfig& rc = settings.remediation;
     auto engine = LoadEngine(self_exe, config.state_dir);
     if (!engine) return {false, engine.error()};
     auto store = IncidentStore::Open(config.state_dir + "/incidents.sqlite");
@@ -227,9 +222,9 @@ EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx
         store = IncidentStore::OpenInMemory();
         if (!store) return {false, store.error()};
     }
-    SlurmAdapter slurm(rc->slurm_conf);
+    SlurmAdapter slurm(rc.slurm_conf);
     SystemClock clock;
-    CtldEnv env{config, ctx, *rc, *tickets, *engine, **store, slurm, clock};
+    CtldEnv env{config, ctx, rc, rc.tickets, *engine, **store, slurm, clock};
     env.spooling = spooling;
     return RunControllerPipeline(env);
 }

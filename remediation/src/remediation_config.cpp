@@ -2,8 +2,6 @@
 
 #include "autoheal/core/duration.h"
 #include "autoheal/core/yaml_read.h"
-#include "autoheal/health/health_config.h"
-#include "autoheal/remediation/tickets.h"
 
 namespace autoheal::remediation {
 
@@ -146,7 +144,7 @@ bool AbsolutePath(const std::string& s) { return !s.empty() && s.front() == '/';
 // One top-level key of the section into `config`: true when read, false when the section has no
 // such setting (the caller says where the key is), an error when its value is bad.
 Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::string& source,
-                      RemediationConfig* config) {
+                      const std::string& state_dir, RemediationConfig* config) {
     auto bad = [&](const std::string& what) { return Expected(source, v, key, what); };
     if (key == "dry_run") {
         if (!YamlRead(v, &config->dry_run)) return bad("true or false");
@@ -207,7 +205,9 @@ Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::st
     } else if (key == "lemon") {
         return ParseLemon(v, source, &config->lemon);
     } else if (key == "tickets") {
-        config->tickets = v;
+        auto tickets = ParseTicketConfig(v, source, state_dir);
+        if (!tickets) return tickets.status();
+        config->tickets = std::move(tickets).value();
     } else {
         return false;  // not a setting of this section
     }
@@ -217,8 +217,13 @@ Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::st
 }  // namespace
 
 Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
-                                                 const std::string& source) {
+                                                 const std::string& source,
+                                                 const std::string& state_dir) {
     RemediationConfig config;
+    // Absent, the tickets are the defaults for this state_dir (one spool sink under it).
+    auto tickets = ParseTicketConfig(YAML::Node(), source, state_dir);
+    if (!tickets) return tickets.status();
+    config.tickets = std::move(tickets).value();
     if (!section || section.IsNull()) return config;
     if (!section.IsMap()) {
         return MakeError(ErrorCode::kInvalid,
@@ -227,7 +232,7 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
     try {
         for (const auto& kv : section) {
             const std::string key = kv.first.as<std::string>();
-            auto parsed = ParseKey(key, kv.second, source, &config);
+            auto parsed = ParseKey(key, kv.second, source, state_dir, &config);
             if (!parsed) return parsed.status();
             if (!*parsed) return Unknown(source, kv.first, key, "");
         }
@@ -235,19 +240,6 @@ Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
         return MakeError(ErrorCode::kInvalid, source + ": remediation: " + e.what());
     }
     return config;
-}
-
-std::string ValidateConfigSections(const Config& config) {
-    std::string problems;
-    auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "\n") + p; };
-    if (auto hc = health::ParseHealthConfig(config.health, config.source); !hc) add(hc.error());
-    auto rc = ParseRemediationConfig(config.remediation, config.source);
-    if (!rc) {
-        add(rc.error());
-    } else if (auto t = ParseTicketConfig(rc->tickets, config.source, config.state_dir); !t) {
-        add(t.error());
-    }
-    return problems;
 }
 
 }  // namespace autoheal::remediation

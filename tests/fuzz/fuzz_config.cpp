@@ -1,9 +1,10 @@
 // libFuzzer target: autoheal.yaml, end to end through every section parser.
 //
-// Per input: ParseConfig (core/config.h) and ScanSubmitSettings (core/config_scan.h, what the
-// plugins read without yaml-cpp); when it parses, the `health:` section through
-// ParseHealthConfig, the `remediation:` section through ParseRemediationConfig and its
-// `tickets:` through ParseTicketConfig. Findings (libFuzzer reports each as a crash):
+// Per input: ParseSettings (remediation/settings.h: the document, core's keys and policy, the
+// `health:` section through ParseHealthConfig, the `remediation:` section through
+// ParseRemediationConfig and its `tickets:` through ParseTicketConfig) and ScanSubmitSettings
+// (core/config_scan.h, what the plugins read without yaml-cpp). Findings (libFuzzer reports each
+// as a crash):
 //   - any crash, leak, undefined behaviour or exception escaping a parser (each promises an
 //     error naming file:line:column instead);
 //   - an error that does not start with the file's name;
@@ -11,7 +12,7 @@
 //     log word, max_auto_resume outside 0..100, a non-finite or out-of-range number (the
 //     programs turn these into durations and integer milliseconds);
 //   - a result that differs between two parses of the same text;
-//   - a text ParseConfig accepts whose state_dir, policy or health.allow_off the scanner reads
+//   - a text ParseSettings accepts whose state_dir, policy or health.allow_off the scanner reads
 //     differently from yaml-cpp (so the job_submit plugin would apply another policy).
 #include <yaml-cpp/yaml.h>
 
@@ -21,11 +22,8 @@
 #include <string>
 #include <string_view>
 
-#include "autoheal/core/config.h"
 #include "autoheal/core/config_scan.h"
-#include "autoheal/health/health_config.h"
-#include "autoheal/remediation/remediation_config.h"
-#include "autoheal/remediation/tickets.h"
+#include "autoheal/remediation/settings.h"
 #include "fuzz_common.h"
 
 using autoheal::fuzz::Fail;
@@ -49,10 +47,10 @@ void CheckFinite(const std::string& what, double v, double lo, double hi) {
     if (!std::isfinite(v) || v < lo || v > hi) Fail(what + " out of range: " + std::to_string(v));
 }
 
-// ParseConfig takes the policy from the scanner: check it against yaml-cpp's own reading.
+// ParseSettings takes the policy from the scanner: check it against yaml-cpp's own reading.
 void CheckScannerAgrees(std::string_view text, const autoheal::Config& c) {
     auto scanned = autoheal::ScanSubmitSettings(text, kSource);
-    if (!scanned) Fail("ParseConfig accepted what the scanner refuses: " + scanned.error());
+    if (!scanned) Fail("ParseSettings accepted what the scanner refuses: " + scanned.error());
     if (scanned->state_dir != c.state_dir) Fail("the scanner read another state_dir");
     const YAML::Node root = YAML::Load(std::string(text));
     int cap = 10;
@@ -62,8 +60,9 @@ void CheckScannerAgrees(std::string_view text, const autoheal::Config& c) {
     }
     if (cap != scanned->policy.max_auto_resume) Fail("the scanner read another max_auto_resume");
     bool allow_off = true;
-    if (c.health.IsMap() && c.health["allow_off"]) {
-        YAML::convert<bool>::decode(c.health["allow_off"], allow_off);
+    const YAML::Node health = root.IsMap() ? root["health"] : YAML::Node();
+    if (health && health.IsMap() && health["allow_off"]) {
+        YAML::convert<bool>::decode(health["allow_off"], allow_off);
     }
     if (allow_off != scanned->allow_health_off) Fail("the scanner read another health.allow_off");
 }
@@ -72,15 +71,21 @@ void CheckScannerAgrees(std::string_view text, const autoheal::Config& c) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text = autoheal::fuzz::AsText(data, size);
-    auto config = autoheal::ParseConfig(text, kSource);
-    auto again = autoheal::ParseConfig(text, kSource);
-    if (config.ok() != again.ok()) Fail("two parses of one text disagree");
-    if (!config) {
-        CheckError("ParseConfig", config.error());
-        if (config.error() != again.error()) Fail("two parses give different errors");
+    auto settings = autoheal::remediation::ParseSettings(text, kSource);
+    auto again = autoheal::remediation::ParseSettings(text, kSource);
+    if (settings.ok() != again.ok()) Fail("two parses of one text disagree");
+    if (!settings) {
+        // One problem per line (a section each), every one naming the file.
+        const std::string& e = settings.error();
+        for (std::size_t at = 0, nl = 0; at <= e.size(); at = nl + 1) {
+            nl = e.find('\n', at);
+            if (nl == std::string::npos) nl = e.size();
+            CheckError("ParseSettings", e.substr(at, nl - at));
+        }
+        if (settings.error() != again.error()) Fail("two parses give different errors");
         return 0;
     }
-    const autoheal::Config& c = *config;
+    const autoheal::Config& c = settings->core;
     CheckAbsolute("state_dir", c.state_dir);
     CheckAbsolute("log_file", c.log_file);
     CheckAbsolute("policy.quarantine_file", c.policy.quarantine_file);
@@ -93,45 +98,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (c.policy.max_auto_resume < 0 || c.policy.max_auto_resume > 100) {
         Fail("policy.max_auto_resume " + std::to_string(c.policy.max_auto_resume));
     }
-    if (c.state_dir != again->state_dir ||
-        c.policy.quarantine_file != again->policy.quarantine_file) {
+    if (c.state_dir != again->core.state_dir ||
+        c.policy.quarantine_file != again->core.policy.quarantine_file) {
         Fail("two parses give different settings");
     }
 
     CheckScannerAgrees(text, c);
 
-    if (auto health = autoheal::health::ParseHealthConfig(c.health, c.source)) {
-        CheckFinite("health.quick_budget_seconds", health->quick_budget_seconds, 0, 1e6);
-        CheckFinite("health.full_budget_seconds", health->full_budget_seconds, 0, 1e6);
-        CheckFinite("health.nvml_timeout_seconds", health->nvml_timeout_seconds, 0, 1e6);
-        CheckFinite("health.perf_warn_fraction", health->perf_warn_fraction, 0, 1);
-        CheckFinite("health.perf_fail_fraction", health->perf_fail_fraction, 0, 1);
-        CheckFinite("health.hbm_test_fraction", health->hbm_test_fraction, 0, 1);
-        for (const auto& m : health->models) (void)autoheal::health::FindModel(*health, m.match);
-    } else {
-        CheckError("ParseHealthConfig", health.error());
-    }
+    const autoheal::health::HealthConfig& health = settings->health;
+    CheckFinite("health.quick_budget_seconds", health.quick_budget_seconds, 0, 1e6);
+    CheckFinite("health.full_budget_seconds", health.full_budget_seconds, 0, 1e6);
+    CheckFinite("health.nvml_timeout_seconds", health.nvml_timeout_seconds, 0, 1e6);
+    CheckFinite("health.perf_warn_fraction", health.perf_warn_fraction, 0, 1);
+    CheckFinite("health.perf_fail_fraction", health.perf_fail_fraction, 0, 1);
+    CheckFinite("health.hbm_test_fraction", health.hbm_test_fraction, 0, 1);
+    for (const auto& m : health.models) (void)autoheal::health::FindModel(health, m.match);
 
-    auto rc = autoheal::remediation::ParseRemediationConfig(c.remediation, c.source);
-    if (!rc) {
-        CheckError("ParseRemediationConfig", rc.error());
-        return 0;
-    }
+    const autoheal::remediation::RemediationConfig& rc = settings->remediation;
     // The node epilog waits (results_wait_seconds + 10) * 1000 int milliseconds.
-    CheckFinite("remediation.results_wait_seconds", rc->results_wait_seconds, 0, 2e6);
-    CheckFinite("remediation.quarantine_hours", rc->quarantine_hours, 0, 24 * 365);
-    CheckFinite("remediation.breaker.max_fraction", rc->breaker.max_fraction, 0, 1);
-    if (rc->kernel_log != "kmsg") CheckAbsolute("remediation.kernel_log", rc->kernel_log);
-    if (rc->gpu_reset_command.empty() || rc->gpu_reset_command.front().empty()) {
+    CheckFinite("remediation.results_wait_seconds", rc.results_wait_seconds, 0, 2e6);
+    CheckFinite("remediation.quarantine_hours", rc.quarantine_hours, 0, 24 * 365);
+    CheckFinite("remediation.breaker.max_fraction", rc.breaker.max_fraction, 0, 1);
+    if (rc.kernel_log != "kmsg") CheckAbsolute("remediation.kernel_log", rc.kernel_log);
+    if (rc.gpu_reset_command.empty() || rc.gpu_reset_command.front().empty()) {
         Fail("remediation.gpu_reset_command without a program");
     }
-    (void)autoheal::remediation::KernelLogFor(*rc, "gpu-node-07");
-
-    auto tickets = autoheal::remediation::ParseTicketConfig(rc->tickets, c.source, c.state_dir);
-    if (!tickets) {
-        CheckError("ParseTicketConfig", tickets.error());
-        return 0;
+    (void)autoheal::remediation::KernelLogFor(rc, "gpu-node-07");
+    // Only an explicit `sinks: []` leaves no sink: absent, the spool under state_dir is one.
+    if (rc.tickets.sinks.empty() && text.find("sinks") == std::string_view::npos) {
+        Fail("a ticket config without sinks");
     }
-    if (tickets->sinks.empty()) Fail("a ticket config without sinks");
     return 0;
 }

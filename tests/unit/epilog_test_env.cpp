@@ -115,7 +115,7 @@ NodeEpilogEnv EpilogTestEnv::NodeEnv(const std::string& node) {
     auto c = std::make_unique<ScriptContext>(ctx);
     c->node = node;
     node_ctx.push_back(std::move(c));
-    return NodeEpilogEnv{config, *node_ctx.back(), rc, engine, "", clock};
+    return NodeEpilogEnv{config, *node_ctx.back(), rc, health, engine, "", clock};
 }
 
 void EpilogTestEnv::SetKernelLog(const std::string& node, const std::vector<std::string>& lines) {

@@ -53,6 +53,7 @@ class EpilogTestEnv {
     std::filesystem::path dir;
     Config config;
     RemediationConfig rc;
+    health::HealthConfig health;
     TicketConfig tickets;
     double ticket_budget_seconds = 10;  // CtldEnv::ticket_budget_seconds
     Engine engine;

@@ -218,17 +218,5 @@ TEST(RemediationConfig, DefaultsAndErrorsWithLineAndColumn) {
     EXPECT_THAT(unknown.error(), HasSubstr("autoheal.yaml:1:1: remediation.dryrun: unknown"));
 }
 
-TEST(RemediationConfig, TheShippedAutohealYamlIsValid) {
-    auto config = LoadConfigFile(AUTOHEAL_SOURCE_DIR "/etc/autoheal.yaml");
-    ASSERT_TRUE(config) << config.error();
-    auto rc = ParseRemediationConfig(config->remediation, config->source);
-    ASSERT_TRUE(rc) << rc.error();
-    EXPECT_FALSE(rc->dry_run);
-    auto tickets = ParseTicketConfig(rc->tickets, config->source, config->state_dir);
-    ASSERT_TRUE(tickets) << tickets.error();
-    ASSERT_EQ(tickets->sinks.size(), 1u);
-    EXPECT_EQ(tickets->sinks[0].dir, "/var/lib/autoheal/tickets");
-}
-
 }  // namespace
 }  // namespace autoheal::remediation

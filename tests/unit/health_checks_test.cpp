@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autoheal/core/config.h"
+#include "autoheal/core/files.h"
 #include "autoheal/health/check.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
@@ -245,10 +246,12 @@ TEST(HealthConfigParse, ReadsSettingsAndModels) {
 }
 
 TEST(HealthConfigParse, ShippedConfigLoads) {
-    auto config = LoadConfigFile(std::string(AUTOHEAL_SOURCE_DIR) + "/etc/autoheal.yaml");
-    ASSERT_TRUE(config.ok()) << config.error();
-    EXPECT_EQ(config->state_dir, "/var/lib/autoheal");
-    auto health = ParseHealthConfig(config->health, config->source);
+    const std::string path = std::string(AUTOHEAL_SOURCE_DIR) + "/etc/autoheal.yaml";
+    auto text = ReadSmallFile(path, kMaxConfigBytes);
+    ASSERT_TRUE(text.ok()) << text.error();
+    auto doc = ParseConfigDocument(*text, path);
+    ASSERT_TRUE(doc.ok()) << doc.error();
+    auto health = ParseHealthConfig((*doc)["health"], path);
     ASSERT_TRUE(health.ok()) << health.error();
     EXPECT_EQ(health->nvml_timeout_seconds, 5);
     EXPECT_TRUE(health->timeout_is_failure);

@@ -12,7 +12,7 @@
 namespace autoheal::diag {
 namespace {
 
-constexpr std::uintmax_t kMaxRuleFileBytes = 4 << 20;
+constexpr std::size_t kMaxRuleFileBytes = 4 << 20;
 
 bool IsRuleFile(const std::filesystem::path& p) {
     return p.extension() == ".yaml" || p.extension() == ".yml";
@@ -49,20 +49,12 @@ LoadedRules LoadRuleFiles(const std::vector<std::string>& paths) {
     out.files = ExpandRulePaths(paths, &out.read_errors);
     RuleLoader loader;
     for (const std::string& file : out.files) {
-        std::error_code ec;
-        auto size = std::filesystem::file_size(file, ec);
-        if (ec || size > kMaxRuleFileBytes) {
-            out.read_errors.push_back(
-                file + (ec ? ": cannot read: " + ec.message() : ": larger than 4 MiB"));
+        auto text = ReadSmallFile(file, kMaxRuleFileBytes);
+        if (!text) {
+            out.read_errors.push_back(text.error());
             continue;
         }
-        std::ifstream in(file, std::ios::binary);
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (!in && !in.eof()) {
-            out.read_errors.push_back(file + ": cannot read");
-            continue;
-        }
-        loader.Add(file, std::move(text));
+        loader.Add(file, std::move(text).value());
     }
     out.rules = loader.Compile(&out.result);
     if (!out.read_errors.empty()) out.rules.reset();
@@ -76,9 +68,8 @@ std::map<std::string, std::string> ReadRuleFolder(const std::string& dir) {
     std::map<std::string, std::string> out;
     std::vector<std::string> errors;
     for (const std::string& file : ExpandRulePaths({dir}, &errors)) {
-        std::ifstream in(file, std::ios::binary);
-        out[std::filesystem::path(file).filename().string()] =
-            std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        auto text = ReadSmallFile(file, kMaxRuleFileBytes);
+        out[std::filesystem::path(file).filename().string()] = text ? std::move(text).value() : "";
     }
     return out;
 }

@@ -19,18 +19,16 @@ namespace {
 void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::NodeSnapshot>& before,
                         NodeEvidence* ev) {
     if (env.ctx.job_gpus.empty()) return;
-    auto hc = health::ParseHealthConfig(env.config.health, env.config.source);
     auto minors = health::ParseGpuList(env.ctx.job_gpus);
-    if (!hc || !minors) {
-        ev->report.problems.push_back("post-job check not run: " +
-                                      (hc ? "cannot read SLURM_JOB_GPUS" : hc.error()));
+    if (!minors) {
+        ev->report.problems.push_back("post-job check not run: cannot read SLURM_JOB_GPUS");
         return;
     }
     health::RunRequest request;
     request.tier = HealthTier::kQuick;
     request.gpu_minors = *minors;
-    request.config = *hc;
-    request.cuda_module = health::ResolveCudaModule(*hc, env.self_exe);
+    request.config = env.health;
+    request.cuda_module = health::ResolveCudaModule(env.health, env.self_exe);
     request.after_job = true;
     health::HealthReport post = health::RunHealthChecks(request);
     ev->after = post.snapshot;

@@ -47,19 +47,23 @@ struct SubmitSettings {
 // `key: value` lines (a plain or quoted value without escapes, a trailing comment allowed)
 // under `policy:` and `health:` lines; anything else at those places (flow `{...}`, anchors,
 // tags, a value over several lines, a duplicate key) is an error saying so. Other sections are
-// skipped, flow collections and quoted or block scalars spanning lines included. ParseConfig
+// skipped, flow collections and quoted or block scalars spanning lines included. ParseCoreConfig
 // calls this too, so a file every other program accepts is one the plugin reads the same way.
 Result<SubmitSettings> ScanSubmitSettings(std::string_view text, std::string_view source);
 
-// Reads a config file's text: at most kMaxConfigBytes, else an error naming the path.
-Result<std::string> ReadConfigText(const std::string& path);
+// `<state_dir>/quarantine.json`: the quarantine file when the config names none.
+std::string DefaultQuarantineFile(std::string_view state_dir);
 
-// Reads `path` (ReadConfigText) and scans it. A missing file gives the defaults.
+// Reads `path` (ReadSmallFile, at most kMaxConfigBytes) and scans it. A missing file gives the
+// defaults.
 Result<SubmitSettings> LoadSubmitSettings(const std::string& path);
 
-// The state_dir a config file names, read leniently (the file may be broken, or the reader may
+// The state_dir a config's text names, read leniently (the file may be broken, or the reader may
 // be the SPANK plugin inside sbatch): the first top-level `state_dir:` line with an absolute
 // path, quotes and a trailing comment removed. Empty when there is none.
+std::string ScanStateDir(std::string_view text);
+
+// ScanStateDir of the file at `path` (ReadSmallFile); empty when it cannot be read.
 std::string ScanConfigStateDir(const std::string& path);
 
 // The config file a program uses: $AUTOHEAL_CONFIG if set, else <exe_dir>/../etc/autoheal/

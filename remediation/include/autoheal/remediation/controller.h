@@ -15,8 +15,8 @@
 
 #include <string>
 
-#include "autoheal/core/config.h"
 #include "autoheal/core/script_env.h"
+#include "autoheal/remediation/settings.h"
 
 namespace autoheal::remediation {
 
@@ -25,13 +25,13 @@ struct EpilogOutcome {
     std::string summary;  // one log line
 };
 
-EpilogOutcome RunNodeEpilog(const Config& config, const ScriptContext& ctx,
+EpilogOutcome RunNodeEpilog(const Settings& settings, const ScriptContext& ctx,
                             const std::string& self_exe);
-EpilogOutcome RunControllerEpilog(const Config& config, const ScriptContext& ctx,
+EpilogOutcome RunControllerEpilog(const Settings& settings, const ScriptContext& ctx,
                                   const std::string& self_exe);
 
 // Delivers the tickets that are due (the CLI and every controller epilog call it), unless another
 // process is delivering them right now (then nothing, and ok: they are in hand).
-EpilogOutcome DeliverPendingTickets(const Config& config, double budget_seconds);
+EpilogOutcome DeliverPendingTickets(const Settings& settings, double budget_seconds);
 
 }  // namespace autoheal::remediation

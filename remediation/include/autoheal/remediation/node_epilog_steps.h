@@ -29,6 +29,7 @@ struct NodeEpilogEnv {
     const Config& config;
     const ScriptContext& ctx;
     const RemediationConfig& rc;
+    const health::HealthConfig& health;  // the post-job check's settings
     const Engine& engine;
     std::string self_exe;  // to find the CUDA check module
     Clock& clock;

@@ -18,7 +18,7 @@
 //   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
 //   lemon: {failures: 3, min_users: 2, window: 7d}   # unexplained job failures of several
 //                                  # users on one node: drained
-//   tickets: {...}                 # sinks, see tickets.h
+//   tickets: {...}                 # sinks, see ticket_config.h
 //   metrics_dir: /var/lib/prometheus/node-exporter   # Prometheus textfiles (metrics.h); empty:
 //                                  # none (default)
 #pragma once
@@ -29,8 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "autoheal/core/config.h"
+#include "autoheal/core/config_scan.h"
 #include "autoheal/core/result.h"
+#include "autoheal/remediation/ticket_config.h"
 
 namespace autoheal::remediation {
 
@@ -74,17 +75,15 @@ struct RemediationConfig {
     BreakerConfig breaker;
     CorrelationConfig correlation;
     LemonConfig lemon;
-    YAML::Node tickets;       // parsed by ParseTicketConfig (tickets.h)
+    TicketConfig tickets;     // the `tickets:` sub-section (ticket_config.h)
     std::string metrics_dir;  // node_exporter's textfile folder; empty: no metrics files
 };
 
+// The section's node (null or absent: the defaults) read into its struct; `source` names the
+// file in errors, `state_dir` places the default ticket spool (ParseTicketConfig).
 Result<RemediationConfig> ParseRemediationConfig(const YAML::Node& section,
-                                                 const std::string& source);
-
-// Every section of a loaded config that core does not parse (health, remediation, tickets): the
-// problems, one per line, or "" when all are usable. The programs pass it to StartProgram, so a
-// config whose sections are broken is not used (its last good copy is).
-std::string ValidateConfigSections(const Config& config);
+                                                 const std::string& source,
+                                                 const std::string& state_dir = kDefaultStateDir);
 
 // The kernel log setting for one node: %n replaced by its name.
 std::string KernelLogFor(const RemediationConfig& config, const std::string& node);

@@ -12,9 +12,7 @@
 //       - {type: command, argv: [/usr/local/bin/open-ticket, --queue, gpu], timeout_seconds: 30}
 //
 // Contracts:
-// - Parsing is strict (unknown keys, bad values, duplicate sink names are errors naming
-//   source:line:column) and touches no file: the same autoheal.yaml loads on every node, also
-//   where a sink's folder or secret does not exist. Sinks check their files when they deliver.
+// - The configuration and its parser are ticket_config.h.
 // - One store ticket per (fault, sink): OpenTickets opens `<dedup_key>@<sink name>` for each
 //   configured sink, so a rerun of the epilog opens nothing new, and each sink is retried on its
 //   own. An explicitly empty `sinks: []` opens no ticket at all.
@@ -35,50 +33,15 @@
 //   deliver from one store file at once; a ticket may then be delivered twice (at least once).
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "autoheal/core/result.h"
 #include "autoheal/remediation/incident_store.h"
+#include "autoheal/remediation/ticket_config.h"
 
 namespace autoheal::remediation {
-
-enum class TicketSinkType { kSpool, kWebhook, kCommand };
-
-// "spool" | "webhook" | "command": the stable names used in the config.
-const char* TicketSinkTypeName(TicketSinkType type);
-
-struct TicketSinkConfig {
-    TicketSinkType type = TicketSinkType::kSpool;
-    std::string name;  // unique among the sinks; the store's `sink` column; default: the type
-    // spool: the folder of JSON files (created 0750 if missing).
-    std::string dir;
-    // webhook: the URL (http or https) and an optional bearer-token file.
-    std::string url;
-    std::string secret_file;
-    // command: argv[0] is an absolute path; run without a shell.
-    std::vector<std::string> argv;
-    // webhook and command: how long one delivery may take.
-    double timeout_seconds = 0;
-};
-
-struct TicketConfig {
-    std::int64_t retry_initial_seconds = 30;
-    std::int64_t retry_max_seconds = 3600;
-    std::vector<TicketSinkConfig> sinks;
-};
-
-inline constexpr double kDefaultWebhookTimeoutSeconds = 10;
-inline constexpr double kDefaultCommandTimeoutSeconds = 30;
-
-// Parses the `tickets:` node of the `remediation:` section (`source` names the file in errors,
-// `state_dir` places the default spool sink). A null or absent node gives the defaults: the
-// retry times above and one sink {type: spool, name: spool, dir: <state_dir>/tickets}.
-Result<TicketConfig> ParseTicketConfig(const YAML::Node& node, const std::string& source,
-                                       const std::string& state_dir);
 
 // Opens one store ticket per configured sink, with dedup key `<dedup_key>@<sink name>` and
 // sink = the sink's name, and returns their ids in the order of config.sinks. A ticket that
