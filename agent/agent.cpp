@@ -13,10 +13,11 @@
 #include <string>
 #include <thread>
 
-#include "autoheal/agent/agent_config.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/agent/fault_handler.h"
 #include "autoheal/agent/kernel_follower.h"
 #include "autoheal/core/program.h"
+#include "autoheal/remediation/program_start.h"
 #include "autoheal/remediation/agent_heartbeat.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
@@ -34,27 +35,23 @@ std::string ShortHostname() {
     return h.substr(0, h.find('.'));
 }
 
-int Run(const autoheal::ProgramStart& start, const std::string& node) {
-    const autoheal::Config& config = start.config;
-    auto rc = rem::ParseRemediationConfig(config.remediation, config.source);
-    if (!rc) return spdlog::error("autoheal: agent: {}", rc.error()), 1;
-    auto tickets = rem::ParseTicketConfig(rc->tickets, config.source, config.state_dir);
-    if (!tickets) return spdlog::error("autoheal: agent: {}", tickets.error()), 1;
-    auto ac = agent::ParseAgentConfig(config.agent, config.source);
-    if (!ac) return spdlog::error("autoheal: agent: {}", ac.error()), 1;
+int Run(const rem::ProgramStart& start, const std::string& node) {
+    const autoheal::Config& config = start.settings.core;
+    const rem::RemediationConfig& rc = start.settings.remediation;
+    const rem::AgentConfig& ac = start.settings.agent;
     auto engine = rem::LoadEngine(autoheal::SelfExePath(), config.state_dir);
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
     auto store = rem::IncidentStore::Open(config.state_dir + "/incidents.sqlite");
     if (!store) return spdlog::error("autoheal: agent: {}", store.error()), 1;
-    rem::SlurmAdapter slurm(rc->slurm_conf);
+    rem::SlurmAdapter slurm(rc.slurm_conf);
     rem::SystemClock clock;
-    const agent::AgentEnv env{config, *rc, *tickets, *ac, *engine, **store, slurm, clock, node};
-    agent::KernelFollower follower(rem::KernelLogFor(*rc, node), rc->kernel_log_max_bytes);
+    const agent::AgentEnv env{config, rc, rc.tickets, ac, *engine, **store, slurm, clock, node};
+    agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes);
     rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
     spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms", node,
-                 follower.source(), agent::OnFaultName(ac->on_fault),
-                 static_cast<int>(ac->poll_seconds * 1000));
-    const auto poll = std::chrono::milliseconds(static_cast<int>(ac->poll_seconds * 1000));
+                 follower.source(), rem::OnFaultName(ac.on_fault),
+                 static_cast<int>(ac.poll_seconds * 1000));
+    const auto poll = std::chrono::milliseconds(static_cast<int>(ac.poll_seconds * 1000));
     auto next_beat = std::chrono::steady_clock::now();
     while (g_stop == 0) {
         auto lines = follower.Poll();
@@ -70,7 +67,7 @@ int Run(const autoheal::ProgramStart& start, const std::string& node) {
         if (std::chrono::steady_clock::now() >= next_beat) {
             auto w = heartbeat.Write(clock.Now());
             if (!w) spdlog::warn("autoheal: agent: {}", w.error());
-            next_beat += std::chrono::milliseconds(static_cast<int>(ac->heartbeat_seconds * 1000));
+            next_beat += std::chrono::milliseconds(static_cast<int>(ac.heartbeat_seconds * 1000));
         }
         std::this_thread::sleep_for(poll);
     }
@@ -94,8 +91,7 @@ int main(int argc, char** argv) {
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGINT, OnSignal);
     try {
-        const autoheal::ProgramStart start =
-            autoheal::StartProgram("autoheal-agent", rem::ValidateConfigSections);
+        const rem::ProgramStart start = rem::StartProgram("autoheal-agent");
         if (!start.config_problem.empty())
             spdlog::warn("autoheal: agent: {}", start.config_problem);
         return Run(start, node);

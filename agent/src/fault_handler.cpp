@@ -196,7 +196,7 @@ std::string ActOnIdleNode(const AgentEnv& env, const diag::EvidenceSet& found) {
 FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
     FaultHandled out;
     diag::EvidenceSet found;
-    env.engine.scanner->ScanText(lines, "kernel", &found);
+    env.engine.scanner->ScanText(lines, "kernel", &found, diag::InputKind::kKernelLog);
     if (found.items.empty()) return out;
     diag::EvidenceSet analyzed = found;
     diag::Analyze(&analyzed);

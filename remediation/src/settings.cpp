@@ -9,7 +9,7 @@ namespace autoheal::remediation {
 namespace {
 
 // The top-level sections other layers own; any other top-level key is core's (or refused).
-const std::vector<std::string_view> kSections = {"health", "remediation"};
+const std::vector<std::string_view> kSections = {"health", "remediation", "agent"};
 
 }  // namespace
 
@@ -43,6 +43,11 @@ Result<Settings> ParseSettings(std::string_view text, std::string_view source_na
         s.remediation = std::move(rc).value();
     } else {
         add(rc.error());
+    }
+    if (auto agent = ParseAgentConfig(doc["agent"], source)) {
+        s.agent = std::move(agent).value();
+    } else {
+        add(agent.error());
     }
     if (!problems.empty()) return MakeError(ErrorCode::kInvalid, problems);
     return s;

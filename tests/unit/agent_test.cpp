@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "autoheal/agent/agent_config.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/agent/fault_handler.h"
 #include "autoheal/agent/kernel_follower.h"
 #include "autoheal/core/resume_record.h"
@@ -21,6 +21,7 @@ namespace {
 using remediation::testing::EpilogTestEnv;
 using remediation::testing::XidLine;
 namespace rem = autoheal::remediation;
+using rem::ParseAgentConfig;
 
 const std::string kXid79 = XidLine(79, "0000:3b:00.0", "GPU has fallen off the bus.");
 const std::string kXid13 = XidLine(13, "0000:3b:00.0", "Graphics SM Warp Exception");

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "autoheal/agent/agent_config.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/core/config.h"
 #include "autoheal/remediation/clock.h"
 #include "autoheal/remediation/engine.h"
@@ -28,6 +28,10 @@
 #include "autoheal/remediation/tickets.h"
 
 namespace autoheal::agent {
+
+using remediation::AgentConfig;
+using remediation::OnFault;
+using remediation::OnFaultName;
 
 struct AgentEnv {
     const Config& config;

@@ -5,6 +5,7 @@
 //   health:                                    health    ParseHealthConfig   (health_config.h)
 //   remediation: (its tickets: included)       here      ParseRemediationConfig
 //                                                        (remediation_config.h, ticket_config.h)
+//   agent:                                     here      ParseAgentConfig    (agent_config.h)
 //
 // A new section is one line in kSections (settings.cpp), one member here and its owner's parse
 // function. Errors name file:line:column and the key; unknown keys are refused at every level.
@@ -16,6 +17,7 @@
 #include "autoheal/core/config.h"
 #include "autoheal/core/result.h"
 #include "autoheal/health/check.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/remediation_config.h"
 
 namespace autoheal::remediation {
@@ -24,6 +26,7 @@ struct Settings {
     Config core;                    // the top-level keys and `policy:`
     health::HealthConfig health;    // `health:`
     RemediationConfig remediation;  // `remediation:`, with `tickets:` in remediation.tickets
+    AgentConfig agent;              // `agent:`, autoheal-agent's
 };
 
 // The defaults, placed under `state_dir`.

@@ -1,9 +1,9 @@
-#include "autoheal/agent/agent_config.h"
+#include "autoheal/remediation/agent_config.h"
 
 #include "autoheal/core/duration.h"
 #include "autoheal/core/yaml_read.h"
 
-namespace autoheal::agent {
+namespace autoheal::remediation {
 
 const char* OnFaultName(OnFault mode) {
     switch (mode) {
@@ -65,4 +65,4 @@ Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::strin
     return config;
 }
 
-}  // namespace autoheal::agent
+}  // namespace autoheal::remediation

@@ -1,4 +1,4 @@
-// The `agent:` section of autoheal.yaml, for autoheal-agent (agent/agent.cpp):
+// The `agent:` section of autoheal.yaml, for autoheal-agent (agent/agent.cpp), parsed with the other sections (settings.h):
 //   agent:
 //     on_fault: requeue     # requeue | end | notify: what an interrupting fault does to the job
 //     poll_interval_ms: 200 # how often the kernel log is read (a bounded poll), 10..5000
@@ -11,7 +11,7 @@
 
 #include "autoheal/core/result.h"
 
-namespace autoheal::agent {
+namespace autoheal::remediation {
 
 // What an interrupting fault does to the job running on the node:
 // - kRequeue: an --auto-resume job the decision requeues is requeued with the node excluded;
@@ -32,4 +32,4 @@ struct AgentConfig {
 // Refuses unknown keys, an unknown on_fault and values out of range, naming file:line:column.
 Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::string& source);
 
-}  // namespace autoheal::agent
+}  // namespace autoheal::remediation
