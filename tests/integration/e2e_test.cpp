@@ -404,6 +404,10 @@ TEST_F(E2E, AnUnprivilegedUsersJobIsDecidedWithEveryNodesReport) {
         }
     }
     EXPECT_EQ(reports, 2);
+    // The incident store is the controller's, local, and slurm's.
+    struct stat store {};
+    ASSERT_EQ(::stat((StateDir() + "/incidents.sqlite").c_str(), &store), 0);
+    EXPECT_EQ(store.st_uid, slurm->pw_uid);
     struct stat out {};
     ASSERT_EQ(::stat(job.output(*id).c_str(), &out), 0);
     EXPECT_EQ(out.st_uid, ::getpwnam(kOtherJobUser)->pw_uid);
