@@ -354,6 +354,10 @@ TEST_F(E2E, PythonExceptionIsTheJobsOwnBug) {
     job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {});
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }))
         << ShowJob(*id)["JobState"];
+    // The batch host appends the explanation before its epilog ends, and EpilogSlurmctld may
+    // still be finishing (tickets, metrics, old job folders): the job stays COMPLETING until
+    // both have exited (SLURM-LAB.md).
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); })) << ShowJob(*id)["JobState"];
     EXPECT_EQ(ShowJob(*id)["JobState"], "FAILED");
     EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
     EXPECT_THAT(Explanation(job, *id),
