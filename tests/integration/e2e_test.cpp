@@ -357,6 +357,10 @@ TEST_F(E2E, PythonExceptionIsTheJobsOwnBug) {
     job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {});
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }))
         << ShowJob(*id)["JobState"];
+    // The batch host appends the explanation before its epilog ends, and EpilogSlurmctld may
+    // still be finishing (tickets, metrics, old job folders): the job stays COMPLETING until
+    // both have exited (SLURM-LAB.md).
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); })) << ShowJob(*id)["JobState"];
     EXPECT_EQ(ShowJob(*id)["JobState"], "FAILED");
     EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
     EXPECT_THAT(Explanation(job, *id),
@@ -407,6 +411,10 @@ TEST_F(E2E, AnUnprivilegedUsersJobIsDecidedWithEveryNodesReport) {
         }
     }
     EXPECT_EQ(reports, 2);
+    // The incident store is the controller's, local, and slurm's.
+    struct stat store {};
+    ASSERT_EQ(::stat((StateDir() + "/incidents.sqlite").c_str(), &store), 0);
+    EXPECT_EQ(store.st_uid, slurm->pw_uid);
     struct stat out {};
     ASSERT_EQ(::stat(job.output(*id).c_str(), &out), 0);
     EXPECT_EQ(out.st_uid, ::getpwnam(kOtherJobUser)->pw_uid);
