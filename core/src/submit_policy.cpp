@@ -89,6 +89,21 @@ SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
     return policy;
 }
 
+Result<JobOptions> SubmittedOptions(const EnvLookup& lookup, const SubmitPolicy& policy) {
+    OptionLimits limits = kRecordLimits;
+    // 0 forbids --auto-resume altogether: DecideOnSubmit says so in those words.
+    if (policy.max_auto_resume >= 1) limits.max_auto_resume = policy.max_auto_resume;
+    std::vector<std::string> problems;
+    JobOptions options = JobOptionsFromEnv(lookup, "", &problems, limits);
+    if (!problems.empty()) return MakeError(ErrorCode::kInvalid, "autoheal: " + problems.front());
+    return options;
+}
+
+std::optional<int> CappedAutoResume(std::optional<int> asked, int max_auto_resume) {
+    if (!asked || max_auto_resume <= 0) return std::nullopt;
+    return std::min(*asked, max_auto_resume);
+}
+
 SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& policy,
                               const SubmitContext& context, std::int64_t now) {
     SubmitDecision decision;
