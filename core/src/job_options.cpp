@@ -231,7 +231,8 @@ JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
     auto report = [&](const std::string& message) {
         if (problems != nullptr) problems->push_back(message);
     };
-    const std::optional<std::string> record = lookup(std::string(prefix) + std::string(kEnvOptions));
+    const std::optional<std::string> record =
+        lookup(std::string(prefix) + std::string(kEnvOptions));
     if (!record) return options;
     Result<RecordFields> fields = SplitRecord(*record);
     if (!fields) {

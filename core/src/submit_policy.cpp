@@ -89,12 +89,10 @@ SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
     return policy;
 }
 
-Result<JobOptions> SubmittedOptions(const EnvLookup& lookup, const SubmitPolicy& policy) {
-    OptionLimits limits = kRecordLimits;
-    // 0 forbids --auto-resume altogether: DecideOnSubmit says so in those words.
-    if (policy.max_auto_resume >= 1) limits.max_auto_resume = policy.max_auto_resume;
+Result<JobOptions> SubmittedOptions(const EnvLookup& lookup) {
+    // Within kRecordLimits only: above the site's cap DecideOnSubmit refuses in its own words.
     std::vector<std::string> problems;
-    JobOptions options = JobOptionsFromEnv(lookup, "", &problems, limits);
+    JobOptions options = JobOptionsFromEnv(lookup, "", &problems);
     if (!problems.empty()) return MakeError(ErrorCode::kInvalid, "autoheal: " + problems.front());
     return options;
 }

@@ -150,13 +150,12 @@ TEST(JobControlEnv, MalformedRecordsAreReportedAndIgnored) {
 
 TEST(JobControlEnv, JobScriptsSeeTheDocumentedNames) {
     JobOptions options{.auto_resume = 2, .ckpt_dir = "/c", .health_check = HealthTier::kQuick};
-    EXPECT_THAT(ToJobScriptEnv(options),
-                ::testing::ElementsAre(std::pair<std::string, std::string>{
-                                           "SLURM_SPANK_AUTOHEAL_AUTO_RESUME", "2"},
-                                       std::pair<std::string, std::string>{
-                                           "SLURM_SPANK_AUTOHEAL_CKPT_DIR", "/c"},
-                                       std::pair<std::string, std::string>{
-                                           "SLURM_SPANK_AUTOHEAL_HEALTH_CHECK", "quick"}));
+    EXPECT_THAT(
+        ToJobScriptEnv(options),
+        ::testing::ElementsAre(
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_AUTO_RESUME", "2"},
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_CKPT_DIR", "/c"},
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_HEALTH_CHECK", "quick"}));
 }
 
 TEST(JobControlEnv, UnsetOptionsRecordNothing) {

@@ -19,12 +19,12 @@ EnvLookup FromMap(std::map<std::string, std::string, std::less<>> env) {
 }
 
 TEST(ReadScriptContext, ReadsPrologEnvironment) {
-    auto ctx = ReadScriptContext(FromMap({{"SLURM_JOB_ID", "12"},
-                                          {"SLURMD_NODENAME", "node3"},
-                                          {"SLURM_NODELIST", "node[3-4]"},
-                                          {"SLURM_JOB_GPUS", "0,1"},
-                                          {"SPANK_AUTOHEAL_OPTIONS",
-                                           "auto_resume=2;health_check=full;ckpt_dir=/scratch/r 1"}}));
+    auto ctx = ReadScriptContext(FromMap(
+        {{"SLURM_JOB_ID", "12"},
+         {"SLURMD_NODENAME", "node3"},
+         {"SLURM_NODELIST", "node[3-4]"},
+         {"SLURM_JOB_GPUS", "0,1"},
+         {"SPANK_AUTOHEAL_OPTIONS", "auto_resume=2;health_check=full;ckpt_dir=/scratch/r 1"}}));
     EXPECT_EQ(ctx.job_id, "12");
     EXPECT_EQ(ctx.node, "node3");
     EXPECT_EQ(ctx.nodelist, "node[3-4]");

@@ -285,8 +285,8 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     // The SPANK plugin's values arrive here without the SPANK_ prefix.
     const char* const* env = job_desc->spank_job_env;
     const std::size_t count = job_desc->spank_job_env_size;
-    Result<JobOptions> submitted = SubmittedOptions(
-        [&](std::string_view name) { return LookupEnvArray(env, count, name); }, *policy);
+    Result<JobOptions> submitted =
+        SubmittedOptions([&](std::string_view name) { return LookupEnvArray(env, count, name); });
     if (!submitted) return Refuse(job_desc, submit_uid, submitted.error(), err_msg);
     const JobOptions& options = *submitted;
     const char* name = job_desc->name != nullptr ? job_desc->name : "";

@@ -61,10 +61,11 @@ struct SubmitDecision {
 
 // The options of a new job as job_submit reads them from its job-control environment
 // (`lookup`: job_desc->spank_job_env, no prefix), each value through the parser the SPANK
-// plugin uses, --auto-resume within policy.max_auto_resume. The entries are the user's word:
-// the SPANK plugin validated them, but srun copies a user's SLURM_SPANK_* variables in and the
-// submit API takes any list. A value that fails is the refusal, naming the option.
-Result<JobOptions> SubmittedOptions(const EnvLookup& lookup, const SubmitPolicy& policy);
+// plugin uses (--auto-resume within kRecordLimits; DecideOnSubmit applies the site's cap). The
+// entries are the user's word: the SPANK plugin validated them, but srun copies a user's
+// SLURM_SPANK_* variables in and the submit API takes any list. A value that fails is the
+// refusal, naming the option.
+Result<JobOptions> SubmittedOptions(const EnvLookup& lookup);
 
 // The requeues a job gets when it fails, whatever its records say (`asked`, read from the
 // environment of EpilogSlurmctld): at most policy.max_auto_resume; none when that is 0 or less.
@@ -80,8 +81,8 @@ SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& pol
                               const SubmitContext& context, std::int64_t now);
 
 // The decision for `scontrol update` on an existing job. `stored_auto_resume`: the job's stored
-// job-control environment records --auto-resume (kEnvOptions); `requeue`: the update's requeue value, if it
-// sets one. Returns the refusal message, or an empty string to allow the update.
+// job-control environment records --auto-resume (kEnvOptions); `requeue`: the update's requeue
+// value, if it sets one. Returns the refusal message, or an empty string to allow the update.
 std::string DecideOnModify(bool stored_auto_resume, std::optional<bool> requeue);
 
 // The message DecideOnModify refuses `requeue=0` on an auto-resume job with.
