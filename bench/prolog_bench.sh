@@ -48,7 +48,7 @@ import os, statistics, subprocess, sys, time
 root, runs = sys.argv[1], int(sys.argv[2])
 env = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "42", "SLURMD_NODENAME": "benchnode",
        "SLURM_JOB_USER": "bench", "SLURM_JOB_GPUS": "0,1,2,3,4,5,6,7",
-       "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "SPANK_AUTOHEAL_HEALTH_CHECK": "quick",
+       "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7", "SPANK_AUTOHEAL_OPTIONS": "health_check=quick",
        "SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}
 def timed(cmd):
     out = []

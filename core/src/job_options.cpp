@@ -1,7 +1,6 @@
 #include "autoheal/core/job_options.h"
 
 #include <charconv>
-#include <climits>
 #include <cstdint>
 #include <filesystem>
 
@@ -69,10 +68,6 @@ bool HasControlCharacter(std::string_view s) {
     return false;
 }
 
-// Limits used when reading values back from the environment: the plugin enforced the site's
-// limits at submit; here only the shape is checked.
-constexpr OptionLimits kEnvLimits{.default_auto_resume = 1, .max_auto_resume = INT_MAX};
-
 }  // namespace
 
 std::string_view HealthTierName(HealthTier tier) {
@@ -95,9 +90,13 @@ std::optional<HealthTier> HealthTierFromName(std::string_view name) {
 }
 
 Result<int> ParseAutoResume(std::optional<std::string_view> value, const OptionLimits& limits) {
-    const std::string allowed = "allowed values are a whole number from 1 to " +
-                                std::to_string(limits.max_auto_resume) + ", or no value for " +
-                                std::to_string(limits.default_auto_resume);
+    std::string allowed =
+        "allowed values are a whole number from 1 to " + std::to_string(limits.max_auto_resume);
+    if (limits.default_auto_resume > 0) {
+        allowed += ", or no value for " + std::to_string(limits.default_auto_resume);
+    } else if (!value.has_value()) {
+        return MakeError("--auto-resume: a value is required: " + allowed);
+    }
     if (!value.has_value()) return limits.default_auto_resume;
     std::string_view v = *value;
     int n = 0;
@@ -160,46 +159,105 @@ Result<HealthTier> ParseHealthCheck(std::string_view value) {
                      ": allowed values are quick, full, off");
 }
 
-std::vector<std::pair<std::string, std::string>> ToJobControlEnv(const JobOptions& options) {
-    std::vector<std::pair<std::string, std::string>> env;
-    if (options.auto_resume) {
-        env.emplace_back(kEnvAutoResume, std::to_string(*options.auto_resume));
+namespace {
+
+using EnvPairs = std::vector<std::pair<std::string, std::string>>;
+
+constexpr std::string_view kFieldAutoResume = "auto_resume=";
+constexpr std::string_view kFieldHealthCheck = "health_check=";
+constexpr std::string_view kFieldCkptDir = "ckpt_dir=";
+
+// The raw values of an options record (kEnvOptions), not yet parsed.
+struct RecordFields {
+    std::optional<std::string> auto_resume;
+    std::optional<std::string> health_check;
+    std::optional<std::string> ckpt_dir;
+};
+
+Result<RecordFields> SplitRecord(std::string_view record) {
+    RecordFields fields;
+    std::string_view rest = record;
+    auto take = [&](std::string_view key, std::optional<std::string>* out) {
+        if (!rest.starts_with(key)) return;
+        rest.remove_prefix(key.size());
+        const std::size_t end = rest.find(';');
+        *out = std::string(rest.substr(0, end));
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    };
+    take(kFieldAutoResume, &fields.auto_resume);
+    take(kFieldHealthCheck, &fields.health_check);
+    if (rest.starts_with(kFieldCkptDir)) {
+        fields.ckpt_dir = std::string(rest.substr(kFieldCkptDir.size()));
+        rest = {};
     }
-    if (options.ckpt_dir) env.emplace_back(kEnvCkptDir, *options.ckpt_dir);
+    if (!rest.empty()) {
+        return MakeError(std::string(kEnvOptions) + ": malformed record at " + Quote(rest) +
+                         ": expected auto_resume=, health_check=, ckpt_dir= in that order");
+    }
+    return fields;
+}
+
+}  // namespace
+
+EnvPairs ToJobControlEnv(const JobOptions& options) {
+    std::string record;
+    auto add = [&](std::string_view key, std::string_view value) {
+        if (!record.empty()) record += ';';
+        record += key;
+        record += value;
+    };
+    if (options.auto_resume) add(kFieldAutoResume, std::to_string(*options.auto_resume));
+    if (options.health_check) add(kFieldHealthCheck, HealthTierName(*options.health_check));
+    if (options.ckpt_dir) add(kFieldCkptDir, *options.ckpt_dir);
+    if (record.empty()) return {};
+    return {{std::string(kEnvOptions), record}};
+}
+
+EnvPairs ToJobScriptEnv(const JobOptions& options) {
+    EnvPairs env;
+    if (options.auto_resume) {
+        env.emplace_back(kScriptEnvAutoResume, std::to_string(*options.auto_resume));
+    }
+    if (options.ckpt_dir) env.emplace_back(kScriptEnvCkptDir, *options.ckpt_dir);
     if (options.health_check) {
-        env.emplace_back(kEnvHealthCheck, HealthTierName(*options.health_check));
+        env.emplace_back(kScriptEnvHealthCheck, HealthTierName(*options.health_check));
     }
     return env;
 }
 
 JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
-                             std::vector<std::string>* problems) {
+                             std::vector<std::string>* problems, const OptionLimits& limits) {
     JobOptions options;
-    auto get = [&](std::string_view name) {
-        return lookup(std::string(prefix) + std::string(name));
-    };
     auto report = [&](const std::string& message) {
         if (problems != nullptr) problems->push_back(message);
     };
-    if (auto v = get(kEnvAutoResume)) {
-        auto parsed = ParseAutoResume(std::string_view(*v), kEnvLimits);
+    const std::optional<std::string> record =
+        lookup(std::string(prefix) + std::string(kEnvOptions));
+    if (!record) return options;
+    Result<RecordFields> fields = SplitRecord(*record);
+    if (!fields) {
+        report(fields.error());
+        return options;
+    }
+    if (fields->auto_resume) {
+        auto parsed = ParseAutoResume(std::string_view(*fields->auto_resume), limits);
         if (parsed) {
             options.auto_resume = *parsed;
         } else {
             report(parsed.error());
         }
     }
-    if (auto v = get(kEnvCkptDir)) {
+    if (fields->ckpt_dir) {
         // Recorded values are already absolute; a relative one is refused here.
-        auto parsed = ParseCkptDir(*v, "");
+        auto parsed = ParseCkptDir(*fields->ckpt_dir, "");
         if (parsed) {
             options.ckpt_dir = *parsed;
         } else {
             report(parsed.error());
         }
     }
-    if (auto v = get(kEnvHealthCheck)) {
-        auto parsed = ParseHealthCheck(*v);
+    if (fields->health_check) {
+        auto parsed = ParseHealthCheck(*fields->health_check);
         if (parsed) {
             options.health_check = *parsed;
         } else {

@@ -116,6 +116,19 @@ std::vector<QuarantinedNode> ActiveQuarantine(const SubmitPolicy& policy,
     return active;
 }
 
+Result<JobOptions> SubmittedOptions(const EnvLookup& lookup) {
+    // Within kRecordLimits only: above the site's cap DecideOnSubmit refuses in its own words.
+    std::vector<std::string> problems;
+    JobOptions options = JobOptionsFromEnv(lookup, "", &problems);
+    if (!problems.empty()) return MakeError(ErrorCode::kInvalid, "autoheal: " + problems.front());
+    return options;
+}
+
+std::optional<int> CappedAutoResume(std::optional<int> asked, int max_auto_resume) {
+    if (!asked || max_auto_resume <= 0) return std::nullopt;
+    return std::min(*asked, max_auto_resume);
+}
+
 SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& policy,
                               const SubmitContext& context, std::int64_t now) {
     SubmitDecision decision;

@@ -102,13 +102,14 @@ TEST(ParseCkptDir, RefusesBadPaths) {
     EXPECT_THAT(r.error(), HasSubstr("--ckpt-dir"));
 }
 
-TEST(JobControlEnv, RoundTripsThroughSpankPrefix) {
+TEST(JobControlEnv, OneRecordRoundTripsThroughSpankPrefix) {
     JobOptions options{
-        .auto_resume = 3, .ckpt_dir = "/scratch/a b", .health_check = HealthTier::kFull};
+        .auto_resume = 3, .ckpt_dir = "/scratch/a b;c=d", .health_check = HealthTier::kFull};
     std::map<std::string, std::string, std::less<>> env;
     for (auto& [k, v] : ToJobControlEnv(options)) env["SPANK_" + k] = v;
-    EXPECT_EQ(env.at("SPANK_AUTOHEAL_AUTO_RESUME"), "3");
-    EXPECT_EQ(env.at("SPANK_AUTOHEAL_HEALTH_CHECK"), "full");
+    EXPECT_EQ(env.size(), 1u);
+    EXPECT_EQ(env.at("SPANK_AUTOHEAL_OPTIONS"),
+              "auto_resume=3;health_check=full;ckpt_dir=/scratch/a b;c=d");
     std::vector<std::string> problems;
     auto back = JobOptionsFromEnv(
         [&](std::string_view name) -> std::optional<std::string> {
@@ -121,6 +122,42 @@ TEST(JobControlEnv, RoundTripsThroughSpankPrefix) {
     EXPECT_TRUE(problems.empty());
 }
 
+TEST(JobControlEnv, RecordHoldsOnlyTheOptionsGiven) {
+    EXPECT_THAT(ToJobControlEnv(JobOptions{.ckpt_dir = "/c"}),
+                ::testing::ElementsAre(
+                    std::pair<std::string, std::string>{"AUTOHEAL_OPTIONS", "ckpt_dir=/c"}));
+    EXPECT_THAT(ToJobControlEnv(JobOptions{.auto_resume = 1}),
+                ::testing::ElementsAre(
+                    std::pair<std::string, std::string>{"AUTOHEAL_OPTIONS", "auto_resume=1"}));
+}
+
+// A record set by hand that is not in the format is reported and read as no options.
+TEST(JobControlEnv, MalformedRecordsAreReportedAndIgnored) {
+    for (const std::string record :
+         {"health_check=full;auto_resume=3", "auto_resume=3;bogus=1", "ckpt", "auto_resume=3;;"}) {
+        std::vector<std::string> problems;
+        auto back = JobOptionsFromEnv(
+            [&](std::string_view name) -> std::optional<std::string> {
+                if (name == kEnvOptions) return record;
+                return std::nullopt;
+            },
+            "", &problems);
+        EXPECT_EQ(back, JobOptions{}) << record;
+        ASSERT_EQ(problems.size(), 1u) << record;
+        EXPECT_THAT(problems[0], HasSubstr("AUTOHEAL_OPTIONS: malformed record")) << record;
+    }
+}
+
+TEST(JobControlEnv, JobScriptsSeeTheDocumentedNames) {
+    JobOptions options{.auto_resume = 2, .ckpt_dir = "/c", .health_check = HealthTier::kQuick};
+    EXPECT_THAT(
+        ToJobScriptEnv(options),
+        ::testing::ElementsAre(
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_AUTO_RESUME", "2"},
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_CKPT_DIR", "/c"},
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_HEALTH_CHECK", "quick"}));
+}
+
 TEST(JobControlEnv, UnsetOptionsRecordNothing) {
     EXPECT_TRUE(ToJobControlEnv(JobOptions{}).empty());
 }
@@ -129,16 +166,50 @@ TEST(JobControlEnv, DropsAndReportsTamperedValues) {
     std::vector<std::string> problems;
     auto back = JobOptionsFromEnv(
         [](std::string_view name) -> std::optional<std::string> {
-            if (name == "AUTOHEAL_AUTO_RESUME") return "lots";
-            if (name == "AUTOHEAL_CKPT_DIR") return "relative/dir";
-            if (name == "AUTOHEAL_HEALTH_CHECK") return "quick";
+            if (name == kEnvOptions) return "auto_resume=lots;health_check=quick;ckpt_dir=rel/dir";
             return std::nullopt;
         },
         "", &problems);
     EXPECT_FALSE(back.auto_resume.has_value());
     EXPECT_FALSE(back.ckpt_dir.has_value());
     EXPECT_EQ(back.health_check, HealthTier::kQuick);
+    ASSERT_EQ(problems.size(), 2u);
+    EXPECT_THAT(problems[0], HasSubstr("--auto-resume: invalid value 'lots'"));
+    EXPECT_THAT(problems[1], HasSubstr("--ckpt-dir"));
+}
+
+// A record without a value ("(null)": Slurm's copy of a bare --auto-resume that the SPANK
+// plugin did not overwrite) or above the largest cap a site may set is refused.
+TEST(JobControlEnv, AutoResumeRecordsNeedAValueWithinTheLimits) {
+    std::vector<std::string> problems;
+    auto lookup = [](std::string value) {
+        return [value](std::string_view name) -> std::optional<std::string> {
+            if (name == kEnvOptions) return "auto_resume=" + value;
+            return std::nullopt;
+        };
+    };
+    EXPECT_FALSE(JobOptionsFromEnv(lookup("(null)"), "", &problems).auto_resume.has_value());
+    EXPECT_FALSE(JobOptionsFromEnv(lookup("1001"), "", &problems).auto_resume.has_value());
+    EXPECT_EQ(JobOptionsFromEnv(lookup("1000"), "", &problems).auto_resume, 1000);
     EXPECT_EQ(problems.size(), 2u);
+    auto r = ParseAutoResume(std::nullopt, kRecordLimits);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error(), HasSubstr("--auto-resume: a value is required"));
+}
+
+// autoheal's records of earlier versions (AUTOHEAL_AUTO_RESUME, ...) and Slurm's own copies
+// of the options (removed by the SPANK plugin) are not read: a variable of such a name comes
+// from a user.
+TEST(JobControlEnv, OtherNamesAreNotRead) {
+    auto back = JobOptionsFromEnv(
+        [](std::string_view name) -> std::optional<std::string> {
+            if (name == "SPANK_AUTOHEAL_AUTO_RESUME") return "99";
+            if (name == "SPANK_AUTOHEAL_HEALTH_CHECK") return "off";
+            if (name == "SPANK__SLURM_SPANK_OPTION_autoheal_auto_resume") return "99";
+            return std::nullopt;
+        },
+        "SPANK_");
+    EXPECT_EQ(back, JobOptions{});
 }
 
 TEST(LookupEnvArray, FindsExactNamesOnly) {

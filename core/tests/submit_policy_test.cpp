@@ -27,6 +27,70 @@ SubmitPolicy Policy(int max_auto_resume = 10, bool allow_health_off = true,
     return SubmitPolicy{max_auto_resume, allow_health_off, std::move(quarantine)};
 }
 
+EnvLookup FromPairs(std::vector<std::pair<std::string, std::string>> env) {
+    return [env = std::move(env)](std::string_view name) -> std::optional<std::string> {
+        for (const auto& [k, v] : env) {
+            if (k == name) return v;
+        }
+        return std::nullopt;
+    };
+}
+
+EnvLookup Record(const std::string& value) {
+    return FromPairs({{std::string(kEnvOptions), value}});
+}
+
+TEST(SubmittedOptions, ReadsTheValidatedRecord) {
+    auto o = SubmittedOptions(Record("auto_resume=4;health_check=full;ckpt_dir=/scratch/r"));
+    ASSERT_TRUE(o.ok()) << o.error();
+    EXPECT_EQ(*o,
+              (JobOptions{
+                  .auto_resume = 4, .ckpt_dir = "/scratch/r", .health_check = HealthTier::kFull}));
+}
+
+// Entries set by hand (the submit API, srun's SLURM_SPANK_* copies) meet the SPANK plugin's
+// parsers: a bad value refuses the job, naming the option.
+TEST(SubmittedOptions, RefusesForgedValuesNamingTheOption) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"auto_resume=lots", "--auto-resume"},    {"auto_resume=(null)", "--auto-resume"},
+        {"auto_resume=1001", "--auto-resume"},    {"ckpt_dir=relative", "--ckpt-dir"},
+        {"health_check=maybe", "--health-check"}, {"auto_resume=1;x=y", "AUTOHEAL_OPTIONS"}};
+    for (const auto& [record, option] : cases) {
+        auto o = SubmittedOptions(Record(record));
+        ASSERT_FALSE(o.ok()) << record;
+        EXPECT_EQ(o.code(), ErrorCode::kInvalid);
+        EXPECT_THAT(o.error(), StartsWith("autoheal: " + option + ": ")) << record;
+    }
+    // Above the site's cap the record is read and DecideOnSubmit refuses in its own words.
+    auto o = SubmittedOptions(Record("auto_resume=11"));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(DecideOnSubmit(*o, Policy(10), {}, kNow).refusal,
+              "autoheal: --auto-resume=11 is more than this cluster allows (10)");
+}
+
+// With --auto-resume forbidden (0), the record is read and DecideOnSubmit says so.
+TEST(SubmittedOptions, ForbiddenAutoResumeIsLeftToTheDecision) {
+    auto o = SubmittedOptions(Record("auto_resume=2"));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(DecideOnSubmit(*o, Policy(0), {}, kNow).refusal,
+              "autoheal: --auto-resume is not allowed on this cluster");
+}
+
+TEST(SubmittedOptions, UsersOwnAutohealVariablesAreNotRecords) {
+    auto o = SubmittedOptions(FromPairs({{"AUTOHEAL_AUTO_RESUME", "99"},
+                                         {"SPANK_AUTOHEAL_AUTO_RESUME", "99"},
+                                         {"_SLURM_SPANK_OPTION_autoheal_auto_resume", "99"}}));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(*o, JobOptions{});
+}
+
+TEST(CappedAutoResume, TheSitesCapWinsWhateverTheRecordsSay) {
+    EXPECT_EQ(CappedAutoResume(99, 10), 10);
+    EXPECT_EQ(CappedAutoResume(3, 10), 3);
+    EXPECT_EQ(CappedAutoResume(3, 0), std::nullopt);
+    EXPECT_EQ(CappedAutoResume(std::nullopt, 10), std::nullopt);
+}
+
 TEST(DecideOnSubmit, AutoResumeForcesRequeue) {
     auto d = DecideOnSubmit(JobOptions{.auto_resume = 2}, Policy(), {}, kNow);
     EXPECT_FALSE(d.refused());

@@ -266,6 +266,18 @@ bool HasActiveQuarantine(const SubmitPolicy& policy, std::int64_t now) {
     return false;
 }
 
+// Refuses the job: `message` to slurmctld's log and to the user (sbatch prints err_msg).
+int Refuse(const job_desc_msg_t* job_desc, uint32_t submit_uid, const std::string& message,
+           char** err_msg) {
+    const char* name = job_desc->name != nullptr ? job_desc->name : "";
+    info("autoheal: job_submit: uid=%u name=%s: refused: %s", submit_uid, name, message.c_str());
+    if (err_msg != nullptr) {
+        xfree(*err_msg);
+        *err_msg = xstrdup(message.c_str());
+    }
+    return kRefusalCode;
+}
+
 int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     if (job_desc == nullptr) return SLURM_SUCCESS;
     const std::shared_ptr<const SubmitPolicy> policy = CurrentPolicy();
@@ -273,12 +285,10 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     // The SPANK plugin's values arrive here without the SPANK_ prefix.
     const char* const* env = job_desc->spank_job_env;
     const std::size_t count = job_desc->spank_job_env_size;
-    std::vector<std::string> problems;
-    JobOptions options = JobOptionsFromEnv(
-        [&](std::string_view name) { return LookupEnvArray(env, count, name); }, "", &problems);
-    for (const std::string& p : problems) {
-        info("autoheal: job_submit: ignoring option from uid=%u: %s", submit_uid, p.c_str());
-    }
+    Result<JobOptions> submitted =
+        SubmittedOptions([&](std::string_view name) { return LookupEnvArray(env, count, name); });
+    if (!submitted) return Refuse(job_desc, submit_uid, submitted.error(), err_msg);
+    const JobOptions& options = *submitted;
     const char* name = job_desc->name != nullptr ? job_desc->name : "";
 
     SubmitPolicy no_quarantine;
@@ -310,15 +320,7 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     }
 
     SubmitDecision decision = DecideOnSubmit(options, *effective, context, now);
-    if (decision.refused()) {
-        info("autoheal: job_submit: uid=%u name=%s: refused: %s", submit_uid, name,
-             decision.refusal.c_str());
-        if (err_msg != nullptr) {
-            xfree(*err_msg);
-            *err_msg = xstrdup(decision.refusal.c_str());
-        }
-        return kRefusalCode;
-    }
+    if (decision.refused()) return Refuse(job_desc, submit_uid, decision.refusal, err_msg);
     if (decision.force_requeue) job_desc->requeue = 1;
     if (!decision.exclude.empty()) {
         std::string joined;
@@ -331,8 +333,13 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
             job_desc->exc_nodes = xstrdup(joined.c_str());
         }
     }
-    if (!decision.note.empty()) {
+    // Forcing requeue on is routine: a line for every auto-resume job, twice over when
+    // slurmctld also logs to stderr, was a tenth of its CPU per submission. Exclusions stay
+    // at info.
+    if (!decision.exclude.empty()) {
         info("autoheal: job_submit: uid=%u name=%s: %s", submit_uid, name, decision.note.c_str());
+    } else if (!decision.note.empty()) {
+        debug("autoheal: job_submit: uid=%u name=%s: %s", submit_uid, name, decision.note.c_str());
     }
     return SLURM_SUCCESS;
 }
@@ -343,9 +350,12 @@ int Modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid)
     }
     // scontrol sends no spank_job_env; the values stored at submit are on the job record and
     // no update can change them.
+    const char* const* env = job_ptr->spank_job_env;
+    const std::size_t count = job_ptr->spank_job_env_size;
     const bool stored_auto_resume =
-        LookupEnvArray(job_ptr->spank_job_env, job_ptr->spank_job_env_size, kEnvAutoResume)
-            .has_value();
+        JobOptionsFromEnv([&](std::string_view name) { return LookupEnvArray(env, count, name); },
+                          "")
+            .auto_resume.has_value();
     const std::string refusal = DecideOnModify(stored_auto_resume, job_desc->requeue != 0);
     if (refusal.empty()) return SLURM_SUCCESS;
     info("autoheal: job_submit: job_modify: JobId=%u uid=%u: refused requeue=0: %s",

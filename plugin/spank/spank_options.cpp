@@ -92,6 +92,11 @@ int RegisterOptions(spank_t sp) {
 }
 
 int RecordJobControlEnv(spank_t sp) {
+    // Slurm copied the options given into the job-control environment just before this
+    // callback (spank_init_post_opt); the record below carries them instead.
+    for (std::string_view copy : kSlurmOptionCopies) {
+        spank_job_control_unsetenv(sp, std::string(copy).c_str());
+    }
     for (const auto& [name, value] : ToJobControlEnv(GetState().options)) {
         spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);
         // srun inside an existing allocation has no job-control environment to write.

@@ -25,9 +25,10 @@ void LogGuardFailure(const char* where, const char* what);
 // Registers the options in slurm_spank_init. Returns 0 or -1.
 int RegisterOptions(spank_t sp);
 
-// Allocator and local contexts (sbatch/salloc, srun creating an allocation): record the
-// validated options with spank_job_control_setenv so job_submit, the prolog and the epilogs
-// see them.
+// Allocator and local contexts (sbatch/salloc, srun creating an allocation): replace Slurm's
+// job-control copies of the options with one record of the validated values (job_options.h,
+// kEnvOptions) that job_submit, the prolog and the epilogs read; each entry costs sbatch a
+// zeroed 256 KiB buffer.
 int RecordJobControlEnv(spank_t sp);
 
 // Remote context, as the job user (slurm_spank_user_init): exports the resume variables

@@ -6,6 +6,7 @@
 //   AUTOHEAL_CHECKPOINT_FORMAT  its format (torch-dcp, megatron, deepspeed, ...)
 //   AUTOHEAL_LAST_FAILURE       why autoheal requeued the job last (absent on a first run)
 //   AUTOHEAL_EXCLUDED_NODES     the nodes the job now avoids (hostlist expression)
+//   SLURM_SPANK_AUTOHEAL_AUTO_RESUME, _CKPT_DIR, _HEALTH_CHECK  the options as recorded
 // into the tasks' environment; slurm_spank_task_init adds to each task
 //   AUTOHEAL_RESTART_COUNT      how many times Slurm has requeued the job (0 on the first run).
 //   Never fails the step: a search problem is logged and the job
@@ -76,15 +77,28 @@ int ExportRestartCount(spank_t sp) {
 
 int ExportResumeEnv(spank_t sp) {
     ExportLastFailure(sp);
-    // The allocator recorded the resolved directory; Slurm shows it to the job with this name.
-    auto dir = JobEnv(sp, "SLURM_SPANK_AUTOHEAL_CKPT_DIR");
-    if (!dir || dir->empty()) return 0;
-    CheckpointSearch found = FindNewestCheckpoint(*dir);
+    // The records reach the job's environment as sbatch copied them (SLURM_SPANK_ + Slurm's
+    // option names); the job sees them under autoheal's names, validated again, and never a
+    // variable of those names the user passed (sbatch --export) for an option not given.
+    const OptionLimits limits{.default_auto_resume = 0,
+                              .max_auto_resume = GetState().args.limits.max_auto_resume};
+    const JobOptions options = JobOptionsFromEnv(
+        [&](std::string_view name) { return JobEnv(sp, std::string(name).c_str()); },
+        kJobSpankEnvPrefix, nullptr, limits);
+    for (std::string_view name : {kScriptEnvAutoResume, kScriptEnvCkptDir, kScriptEnvHealthCheck}) {
+        spank_unsetenv(sp, std::string(name).c_str());
+    }
+    for (const auto& [name, value] : ToJobScriptEnv(options)) {
+        spank_setenv(sp, name.c_str(), value.c_str(), 1);
+    }
+    if (!options.ckpt_dir) return 0;
+    const std::string& dir = *options.ckpt_dir;
+    CheckpointSearch found = FindNewestCheckpoint(dir);
     for (const std::string& s : found.skipped) {
         slurm_verbose("autoheal: checkpoint: skipped %s", s.c_str());
     }
     if (!found.newest) {
-        slurm_verbose("autoheal: checkpoint: no complete checkpoint in %s", dir->c_str());
+        slurm_verbose("autoheal: checkpoint: no complete checkpoint in %s", dir.c_str());
         return 0;
     }
     spank_setenv(sp, std::string(kEnvResumeCheckpoint).c_str(), found.newest->path.c_str(), 1);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "autoheal/core/submit_policy.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/file_lock.h"
 #include "autoheal/remediation/node_epilog_steps.h"
@@ -116,7 +117,9 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     in.config = &env.rc;
     in.job.job = env.ctx.job_id;
     in.job.restart_count = std::atoi(env.ctx.restart_count.c_str());
-    in.job.auto_resume = env.ctx.options.auto_resume;
+    // The records are the user's word (submit_policy.h): the site's cap applies whatever they say.
+    in.job.auto_resume =
+        CappedAutoResume(env.ctx.options.auto_resume, env.config.policy.max_auto_resume);
     in.job.nodes = SlurmAdapter::ExpandHostlist(env.ctx.nodelist);
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};

@@ -128,21 +128,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             Fail("options changed through the environment");
         }
     }
-    // The raw lines as a hand-set environment: whatever is accepted must be valid.
+    // The raw lines as a hand-set record: whatever is accepted must be valid; a record that
+    // does not split is one problem and no option.
     std::vector<std::string> problems;
+    const std::string record =
+        "auto_resume=" + lines[1] + ";health_check=" + lines[4] + ";ckpt_dir=" + lines[2];
     const autoheal::JobOptions raw = autoheal::JobOptionsFromEnv(
         [&](std::string_view name) -> std::optional<std::string> {
-            if (name == autoheal::kEnvAutoResume) return lines[1];
-            if (name == autoheal::kEnvCkptDir) return lines[2];
-            if (name == autoheal::kEnvHealthCheck) return lines[4];
+            if (name == autoheal::kEnvOptions) return record;
             return std::nullopt;
         },
         "", &problems);
     CheckOptions(raw);
-    if (problems.size() + (raw.auto_resume ? 1 : 0) + (raw.ckpt_dir ? 1 : 0) +
-            (raw.health_check ? 1 : 0) !=
-        3) {
-        Fail("an environment value neither accepted nor reported");
+    const std::size_t accepted =
+        (raw.auto_resume ? 1 : 0) + (raw.ckpt_dir ? 1 : 0) + (raw.health_check ? 1 : 0);
+    const bool malformed =
+        problems.size() == 1 && problems[0].find("malformed record") != std::string::npos;
+    if (malformed ? accepted != 0 : problems.size() + accepted != 3) {
+        Fail("a record value neither accepted nor reported");
     }
 
     // What job_submit decides with these options under the plugin's cap.

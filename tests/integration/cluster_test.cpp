@@ -160,6 +160,29 @@ TEST(JobSubmit, AutoResumeJobGetsRequeueAndRunsOnTwoNodes) {
                 HasSubstr("SLURM_SPANK_AUTOHEAL_CKPT_DIR=" + ClusterDir() + "/state/ckpt"));
 }
 
+// Issue 12 point 8: variables a user passes that look like autoheal's (the records' names of
+// earlier versions, the names job scripts see) are not options: the job is not made
+// auto-resume, and neither its script nor the epilogs see them as recorded values.
+TEST(JobSubmit, ForgedSpankVariablesAreNotOptions) {
+    CommandResult r;
+    auto id =
+        Submit({"--no-requeue",
+                "--export=ALL,SPANK_AUTOHEAL_AUTO_RESUME=99,SLURM_SPANK_AUTOHEAL_AUTO_RESUME=99,"
+                "SLURM_SPANK_AUTOHEAL_HEALTH_CHECK=off,AUTOHEAL_AUTO_RESUME=99"},
+               kQuickScript, &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    EXPECT_EQ(ShowJob(*id)["Requeue"], "0");
+    ASSERT_TRUE(WaitUntil([&] { return !LogLines("epilog-ctld", *id).empty(); })) << AutohealLog();
+    EXPECT_THAT(LogLines("epilog-ctld", *id)[0], HasSubstr("auto_resume=off"));
+    std::ifstream out(ClusterDir() + "/state/slurm-" + *id + ".out");
+    std::stringstream ss;
+    ss << out.rdbuf();
+    EXPECT_THAT(ss.str(), HasSubstr("running on"));
+    // Lines of `env` (SLURM_EXPORT_ENV quotes the forged ones inside its value).
+    EXPECT_THAT(ss.str(), Not(HasSubstr("\nSLURM_SPANK_AUTOHEAL_AUTO_RESUME=")));
+    EXPECT_THAT(ss.str(), Not(HasSubstr("\nSLURM_SPANK_AUTOHEAL_HEALTH_CHECK=")));
+}
+
 TEST(JobSubmit, JobWithoutAutoResumeIsLeftAlone) {
     CommandResult r;
     auto id = Submit({"--no-requeue"}, kQuickScript, &r);

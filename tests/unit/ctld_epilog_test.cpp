@@ -243,6 +243,17 @@ TEST_F(CtldEpilogTest, RequeueCapStopsAJobThatKeepsFailing) {
               "job already restarted 1/1 times (--auto-resume=1)");
 }
 
+// Records forged past job_submit (issue 12 point 8) ask for more requeues than the site allows:
+// the site's policy.max_auto_resume caps the job.
+TEST_F(CtldEpilogTest, TheSitesRequeueCapWinsOverTheRecords) {
+    config.policy.max_auto_resume = 2;
+    FailedJob(78, {"node3"}, /*cap=*/50, /*restart=*/2);
+    Kernel("node3", {kXid79});
+    ASSERT_TRUE(RunController().ok);
+    EXPECT_EQ(slurm.Count("requeue"), 0);
+    EXPECT_THAT(Decision(2)->explanation, HasSubstr("restarted 2/2 times (--auto-resume=2)"));
+}
+
 // 8. The ticket webhook is down: the ticket stays queued (failed, retried later).
 TEST_F(CtldEpilogTest, TicketWebhookDownLeavesTheTicketQueued) {
     int port = 0;

@@ -6,6 +6,7 @@
 // Pure functions only: no Slurm here, so every rule is unit-tested.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -26,7 +27,7 @@ std::optional<HealthTier> HealthTierFromName(std::string_view name);
 
 // Site limits for the options, set by the admin in plugstack.conf.
 struct OptionLimits {
-    int default_auto_resume = 3;  // what a bare --auto-resume means
+    int default_auto_resume = 3;  // what a bare --auto-resume means; 0: a value is required
     int max_auto_resume = 10;     // the most requeues a user may ask for
 };
 
@@ -43,12 +44,28 @@ inline constexpr std::string_view kOptAutoResume = "auto-resume";
 inline constexpr std::string_view kOptCkptDir = "ckpt-dir";
 inline constexpr std::string_view kOptHealthCheck = "health-check";
 
-// Job-control variable names (Slurm shows them as SPANK_<name> to Prolog/Epilog/EpilogSlurmctld
-// and without prefix to job_submit in job_desc->spank_job_env).
-inline constexpr std::string_view kEnvAutoResume = "AUTOHEAL_AUTO_RESUME";
-inline constexpr std::string_view kEnvCkptDir = "AUTOHEAL_CKPT_DIR";
-inline constexpr std::string_view kEnvHealthCheck = "AUTOHEAL_HEALTH_CHECK";
+// Where the options travel: one job-control entry, kEnvOptions, that the SPANK plugin writes
+// (spank_job_control_setenv) in place of the copies Slurm makes of every SPANK option given,
+// `_SLURM_SPANK_OPTION_<plugin>_<option>` (plugstack.c, _opt_env_name), which it removes: sbatch
+// copies each entry into its environment through a zeroed 256 KiB buffer, so three options cost
+// one entry. Slurm shows it as SPANK_AUTOHEAL_OPTIONS to Prolog/Epilog/EpilogSlurmctld, without
+// prefix to job_submit in job_desc->spank_job_env, and as SLURM_SPANK_AUTOHEAL_OPTIONS in the
+// batch job's environment. Its value holds the validated options (a resolved --ckpt-dir, the
+// default of a bare --auto-resume) as `auto_resume=N;health_check=T;ckpt_dir=DIR`: each field
+// only when given, in this order, ckpt_dir last and taking the rest of the value (a path may
+// hold ';').
+inline constexpr std::string_view kEnvOptions = "AUTOHEAL_OPTIONS";
+inline constexpr std::array<std::string_view, 3> kSlurmOptionCopies = {
+    "_SLURM_SPANK_OPTION_autoheal_auto_resume", "_SLURM_SPANK_OPTION_autoheal_ckpt_dir",
+    "_SLURM_SPANK_OPTION_autoheal_health_check"};
 inline constexpr std::string_view kSpankEnvPrefix = "SPANK_";
+// The prefix sbatch gives the entries in the batch job's environment.
+inline constexpr std::string_view kJobSpankEnvPrefix = "SLURM_SPANK_";
+
+// What job scripts see (README, docs/user-guide.md), exported by the SPANK plugin in slurmstepd.
+inline constexpr std::string_view kScriptEnvAutoResume = "SLURM_SPANK_AUTOHEAL_AUTO_RESUME";
+inline constexpr std::string_view kScriptEnvCkptDir = "SLURM_SPANK_AUTOHEAL_CKPT_DIR";
+inline constexpr std::string_view kScriptEnvHealthCheck = "SLURM_SPANK_AUTOHEAL_HEALTH_CHECK";
 
 inline constexpr std::size_t kMaxCkptDirLength = 1024;
 
@@ -64,16 +81,25 @@ Result<std::string> ParseCkptDir(std::string_view value, std::string_view cwd);
 // --health-check=quick|full|off
 Result<HealthTier> ParseHealthCheck(std::string_view value);
 
-// The variables to record for the options that are set, in a fixed order.
+// The record of the options that are set: {kEnvOptions, value}, or nothing when none is.
 std::vector<std::pair<std::string, std::string>> ToJobControlEnv(const JobOptions& options);
+// The same values under the names job scripts see (kScriptEnv*).
+std::vector<std::pair<std::string, std::string>> ToJobScriptEnv(const JobOptions& options);
 
 // Reads options back from an environment. `lookup(name)` returns the value of a variable or
-// nullopt; `prefix` is "" in job_submit and "SPANK_" in Prolog/Epilog/EpilogSlurmctld.
-// Values that fail validation are dropped and reported in `problems` (they can only come from a
-// user who set the variables by hand, since the plugin validated them at submit).
+// nullopt; `prefix` is "" in job_submit, "SPANK_" in Prolog/Epilog/EpilogSlurmctld and
+// "SLURM_SPANK_" in the job's environment. A malformed record is reported and read as no
+// options. Every value goes through the option's own parser
+// (the one the SPANK plugin uses), --auto-resume within `limits` (a value required); values
+// that fail are dropped and reported in `problems`, each message naming the option. Whoever
+// can set the job-control environment by hand (srun copies SLURM_SPANK_* from the user's
+// environment, the submit API takes any list) can write these records: readers treat them as
+// the user's word, not as checked.
 using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+inline constexpr OptionLimits kRecordLimits{.default_auto_resume = 0, .max_auto_resume = 1000};
 JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
-                             std::vector<std::string>* problems = nullptr);
+                             std::vector<std::string>* problems = nullptr,
+                             const OptionLimits& limits = kRecordLimits);
 
 // Looks a name up in a NAME=VALUE list (an envp or Slurm's spank_job_env array).
 std::optional<std::string> LookupEnvArray(const char* const* env, std::size_t count,

@@ -22,7 +22,7 @@ struct ScriptContext {
     std::string restart_count;          // SLURM_JOB_RESTART_COUNT
     std::string exit_code;              // SLURM_JOB_EXIT_CODE (epilogs only)
     std::string script_context;         // SLURM_SCRIPT_CONTEXT, e.g. prolog_slurmd
-    JobOptions options;                 // from SPANK_AUTOHEAL_*
+    JobOptions options;                 // from SPANK_ + job_options.h kEnv*
     std::vector<std::string> problems;  // option values that failed validation
 };
 

@@ -72,6 +72,18 @@ struct SubmitDecision {
     bool refused() const { return !refusal.empty(); }
 };
 
+// The options of a new job as job_submit reads them from its job-control environment
+// (`lookup`: job_desc->spank_job_env, no prefix), each value through the parser the SPANK
+// plugin uses (--auto-resume within kRecordLimits; DecideOnSubmit applies the site's cap). The
+// entries are the user's word: the SPANK plugin validated them, but srun copies a user's
+// SLURM_SPANK_* variables in and the submit API takes any list. A value that fails is the
+// refusal, naming the option.
+Result<JobOptions> SubmittedOptions(const EnvLookup& lookup);
+
+// The requeues a job gets when it fails, whatever its records say (`asked`, read from the
+// environment of EpilogSlurmctld): at most policy.max_auto_resume; none when that is 0 or less.
+std::optional<int> CappedAutoResume(std::optional<int> asked, int max_auto_resume);
+
 // The decision for a new job:
 // - refused when --auto-resume asks for more than policy.max_auto_resume, or when
 //   --health-check=off is given and policy.allow_health_off is false;
@@ -93,8 +105,8 @@ std::vector<QuarantinedNode> ActiveQuarantine(const SubmitPolicy& policy,
 int QuarantineLimit(const SubmitPolicy& policy, int cluster_nodes);
 
 // The decision for `scontrol update` on an existing job. `stored_auto_resume`: the job's stored
-// job-control environment has AUTOHEAL_AUTO_RESUME; `requeue`: the update's requeue value, if it
-// sets one. Returns the refusal message, or an empty string to allow the update.
+// job-control environment records --auto-resume (kEnvOptions); `requeue`: the update's requeue
+// value, if it sets one. Returns the refusal message, or an empty string to allow the update.
 std::string DecideOnModify(bool stored_auto_resume, std::optional<bool> requeue);
 
 // The message DecideOnModify refuses `requeue=0` on an auto-resume job with.
