@@ -10,7 +10,9 @@
 #
 # Measured (best of 3 wall-clock runs each, bench/measure.py):
 #   classify  BUILD_DIR/bin/autoheal classify --json FILE        (and its peak RSS)
-#   rg        rg --no-config -c -f PATTERNS FILE   with PATTERNS = `autoheal rules patterns`,
+#   rg        rg --no-config --no-unicode -c -f PATTERNS FILE   with PATTERNS = `autoheal rules
+#             patterns` (--no-unicode: autoheal's patterns match bytes, Latin-1, and rg's Unicode
+#             classes and case folding over 130+ alternatives blow its automaton up to minutes),
 #             the very signatures classify matches on (named groups made plain for rg, which
 #             rejects a group name used twice in one regex; that does not change what matches)
 #   literal   rg --no-config -c -F 'NVRM: Xid' FILE   (reference: a plain literal scan)
@@ -115,7 +117,7 @@ total_patterns=$(grep -c . "$work/patterns.plain")
 : >"$work/patterns.rg"
 dropped=0
 while IFS= read -r pat; do
-    if rg --no-config -c -e "$pat" - </dev/null >/dev/null 2>"$work/rg.err"; [ $? -eq 2 ]; then
+    if rg --no-config --no-unicode -c -e "$pat" - </dev/null >/dev/null 2>"$work/rg.err"; [ $? -eq 2 ]; then
         echo "bench: rg rejects pattern, dropped: $pat ($(grep -m1 -E '^error:|limit' "$work/rg.err" || head -n1 "$work/rg.err"))"
         dropped=$((dropped + 1))
     else
@@ -144,7 +146,7 @@ measure classify_1t 0 "$autoheal" classify --json --threads 1 "$full"
 classify_1t_best_s=$m_best_s
 measure classify_small 0 "$autoheal" classify --json "$small"
 classify_small_rss_kib=$m_rss_kib classify_small_rc=$m_rc
-measure rg 0,1 rg --no-config -c -f "$work/patterns.rg" "$full"
+measure rg 0,1 rg --no-config --no-unicode -c -f "$work/patterns.rg" "$full"
 rg_best_s=$m_best_s rg_rc=$m_rc
 measure literal 0,1 rg --no-config -c -F 'NVRM: Xid' "$full"
 literal_best_s=$m_best_s literal_rc=$m_rc

@@ -97,7 +97,7 @@ def score(path, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--autoheal", default="build/cli/autoheal")
+    p.add_argument("--autoheal", default="build/bin/autoheal")
     p.add_argument("--rules", default="etc/rules.d")
     p.add_argument("--misses", action="store_true")
     p.add_argument("files", nargs="+")

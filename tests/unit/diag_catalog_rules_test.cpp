@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -96,6 +97,20 @@ TEST(XidCatalog, EveryNvlink5DecodeRowLandsInItsBucket) {
         EXPECT_EQ(d.cause, "nvlink") << r["id"];
     }
     EXPECT_GE(checked, 90);
+}
+
+// The rules written from documentation say which (`doc:`, printed by classify --explain).
+TEST(XidCatalog, RulesFromDocumentationCiteIt) {
+    int checked = 0;
+    for (const Rule& r : ShippedRules().rules) {
+        const std::string file = std::filesystem::path(r.where.file).filename().string();
+        for (const char* f : {"11-", "16-", "21-", "31-", "41-", "42-"}) {
+            if (file.rfind(f, 0) != 0) continue;
+            ++checked;
+            EXPECT_FALSE(r.doc.empty()) << r.name << " (" << file << ") cites no documentation";
+        }
+    }
+    EXPECT_GE(checked, 190);
 }
 
 TEST(CausalRoles, AnXidCausedByAnEarlierOneIsTheEarlierOnesFault) {

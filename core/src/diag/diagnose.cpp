@@ -86,6 +86,20 @@ std::string ContextField(const EvidenceSet& set, std::string_view signature,
     return "";
 }
 
+// The GPU every Xid of input `source` names, when they all name the same one: the culprit GPU
+// of a diagnosis whose own lines name none (a hang on a node whose kernel log shows one GPU).
+std::string OnlyXidGpu(const EvidenceSet& set, std::size_t source) {
+    std::string gpu;
+    for (const Evidence& e : set.items) {
+        if (e.signature != "xid" || e.source != source) continue;
+        auto pci = e.Field("pci");
+        if (!pci || pci->empty()) continue;
+        if (!gpu.empty() && gpu != *pci) return "";
+        gpu = std::string(*pci);
+    }
+    return gpu;
+}
+
 // A field's value as a number when it is only digits (at most 8), else none.
 std::optional<int> SmallNumber(const std::string& text) {
     if (text.empty() || text.size() > 8 ||
@@ -212,6 +226,7 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-shell-prompt", "prompt_host", source);
     }
+    if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyXidGpu(set, source);
     const CauseInfo* info = FindCause(d.cause);
     if (info != nullptr && info->category == Category::kGpu && d.culprit.gpu.empty() &&
         !d.culprit.gpu_index) {
