@@ -217,7 +217,7 @@ int Status(const std::vector<std::string>& argv) {
     int undelivered = 0;
     for (const TicketRow& t : all_tickets) undelivered += t.state != "delivered" ? 1 : 0;
     const std::vector<remediation::HeartbeatRecord> agents =
-        remediation::ReadHeartbeats(s->config.state_dir);
+        remediation::ReadHeartbeats(s->settings.core.state_dir);
 
     nlohmann::json held = nlohmann::json::array();
     Table table({"NODE", "STATE", "SINCE", "FOR", "REASON", "TICKETS"});
