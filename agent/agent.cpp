@@ -44,11 +44,13 @@ int Run(const autoheal::ProgramStart& start, const std::string& node) {
     if (!ac) return spdlog::error("autoheal: agent: {}", ac.error()), 1;
     auto engine = rem::LoadEngine(autoheal::SelfExePath(), config.state_dir);
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
-    auto store = rem::IncidentStore::Open(config.state_dir + "/incidents.sqlite");
+    const std::string store_path = config.state_dir + "/incidents.sqlite";
+    auto store = rem::IncidentStore::Open(store_path);  // usable now: refuse to start otherwise
     if (!store) return spdlog::error("autoheal: agent: {}", store.error()), 1;
+    store->reset();
     rem::SlurmAdapter slurm(rc->slurm_conf);
     rem::SystemClock clock;
-    const agent::AgentEnv env{config, *rc, *tickets, *ac, *engine, **store, slurm, clock, node};
+    const agent::AgentEnv env{config, *rc, *tickets, *ac, *engine, store_path, slurm, clock, node};
     agent::KernelFollower follower(rem::KernelLogFor(*rc, node), rc->kernel_log_max_bytes);
     rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
     spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms", node,

@@ -112,9 +112,9 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     in.job.auto_resume = env.ctx.options.auto_resume;
     in.job.nodes = SlurmAdapter::ExpandHostlist(env.ctx.nodelist);
     CollectReports(env, &in);
-    const AgentActed agent = AddAgentEvidence(env, &in);
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};
+    const AgentActed agent = AddAgentEvidence(env, &in, times->requeued_elsewhere);
     // autoheal-agent requeued or ended this run while it ran: one requeue per fault.
     times->agent_ended = agent.ended;
     times->requeued_elsewhere = times->requeued_elsewhere || agent.ended;
