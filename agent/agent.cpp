@@ -3,7 +3,7 @@
 // `interrupts_job` while the job still runs (agent/include/autoheal/agent/fault_handler.h).
 //   autoheal-agent [--node NAME]     NAME: the node's Slurm name (default: the short hostname)
 // Runs until SIGTERM or SIGINT; writes a heartbeat (state_dir/agents/<node>.json) every
-// agent.heartbeat_interval. Exits 1 when it cannot start (config, rules, store), 2 on usage.
+// agent.heartbeat_interval. Exits 1 when it cannot start (config, rules), 2 on usage.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -44,10 +44,8 @@ int Run(const autoheal::ProgramStart& start, const std::string& node) {
     if (!ac) return spdlog::error("autoheal: agent: {}", ac.error()), 1;
     auto engine = rem::LoadEngine(autoheal::SelfExePath(), config.state_dir);
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
+    // Opened for each fault (fault_handler.h), not held.
     const std::string store_path = config.state_dir + "/incidents.sqlite";
-    auto store = rem::IncidentStore::Open(store_path);  // usable now: refuse to start otherwise
-    if (!store) return spdlog::error("autoheal: agent: {}", store.error()), 1;
-    store->reset();
     rem::SlurmAdapter slurm(rc->slurm_conf);
     rem::SystemClock clock;
     const agent::AgentEnv env{config, *rc, *tickets, *ac, *engine, store_path, slurm, clock, node};
