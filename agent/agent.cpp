@@ -3,7 +3,7 @@
 // `interrupts_job` while the job still runs (agent/include/autoheal/agent/fault_handler.h).
 //   autoheal-agent [--node NAME]     NAME: the node's Slurm name (default: the short hostname)
 // Runs until SIGTERM or SIGINT; writes a heartbeat (state_dir/agents/<node>.json) every
-// agent.heartbeat_interval. Exits 1 when it cannot start (config, rules, store), 2 on usage.
+// agent.heartbeat_interval. Exits 1 when it cannot start (config, rules), 2 on usage.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -41,11 +41,11 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
     const rem::AgentConfig& ac = start.settings.agent;
     auto engine = rem::LoadEngine(autoheal::SelfExePath(), config.state_dir);
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
-    auto store = rem::IncidentStore::Open(config.state_dir + "/incidents.sqlite");
-    if (!store) return spdlog::error("autoheal: agent: {}", store.error()), 1;
+    // Opened for each fault (fault_handler.h), not held.
+    const std::string store_path = config.state_dir + "/incidents.sqlite";
     rem::SlurmAdapter slurm(rc.slurm_conf);
     rem::SystemClock clock;
-    const agent::AgentEnv env{config, rc, rc.tickets, ac, *engine, **store, slurm, clock, node};
+    const agent::AgentEnv env{config, rc, rc.tickets, ac, *engine, store_path, slurm, clock, node};
     agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes);
     rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
     spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms", node,

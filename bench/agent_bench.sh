@@ -17,7 +17,7 @@ build_dir=$(cd "${1:?usage: agent_bench.sh BUILD_DIR}" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "bench: agent: $*" >&2; exit 1; }
 export AUTOHEAL_CLUSTER_DIR=/tmp/autoheal-agent-bench AUTOHEAL_CLUSTER_PORT=19917
-export AUTOHEAL_CLUSTER_STOCK_TIMING=1 AUTOHEAL_BUILD_DIR=$build_dir
+export AUTOHEAL_CLUSTER_STOCK_TIMING=1 AUTOHEAL_BUILD_DIR=$build_dir AUTOHEAL_CLUSTER_AGENTS=1
 eval "$("$repo/tests/cluster/start.sh")" || die "cluster did not start"
 trap '"$repo/tests/cluster/stop.sh"' EXIT
 work=$AUTOHEAL_CLUSTER_DIR/state/bench

@@ -17,8 +17,8 @@ namespace rem = autoheal::remediation;
 
 namespace {
 
-rem::CtldEnv CtldEnvOf(const AgentEnv& env, const ScriptContext& ctx) {
-    return {env.config, ctx, env.rc, env.tickets, env.engine, env.store, env.slurm, env.clock};
+rem::CtldEnv CtldEnvOf(const AgentEnv& env, rem::IncidentStore& store, const ScriptContext& ctx) {
+    return {env.config, ctx, env.rc, env.tickets, env.engine, store, env.slurm, env.clock};
 }
 
 // The job's options as its prolog recorded them on this node (none: not opted in).
@@ -93,7 +93,7 @@ std::string EndWithExplanation(const rem::CtldEnv& env, const AgentEnv& agent, r
     return failure.empty() ? "done" : "failed";
 }
 
-std::string ActOnJob(const AgentEnv& env, const diag::EvidenceSet& found,
+std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag::EvidenceSet& found,
                      const diag::Diagnosis& local, const rem::JobInfo& job) {
     ScriptContext ctx;
     ctx.job_id = std::to_string(job.id);
@@ -101,7 +101,7 @@ std::string ActOnJob(const AgentEnv& env, const diag::EvidenceSet& found,
     ctx.nodelist = job.nodes;
     ctx.restart_count = std::to_string(job.restart_count);
     ctx.options = OptionsOf(env, ctx.job_id);
-    const rem::CtldEnv cenv = CtldEnvOf(env, ctx);
+    const rem::CtldEnv cenv = CtldEnvOf(env, store, ctx);
     rem::DecisionInput in = InputFor(env, found, ctx.job_id, job.restart_count);
     in.job.auto_resume = ctx.options.auto_resume;
     in.job.nodes = rem::SlurmAdapter::ExpandHostlist(job.nodes);
@@ -150,14 +150,15 @@ std::string ActOnJob(const AgentEnv& env, const diag::EvidenceSet& found,
 }
 
 // No job on the node: record the fault and carry out its plan, so no job lands on the node.
-std::string ActOnIdleNode(const AgentEnv& env, const diag::EvidenceSet& found) {
+std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
+                          const diag::EvidenceSet& found) {
     ScriptContext ctx;
     ctx.node = env.node;
-    const rem::CtldEnv cenv = CtldEnvOf(env, ctx);
+    const rem::CtldEnv cenv = CtldEnvOf(env, store, ctx);
     rem::DecisionInput in = InputFor(env, found, "", 0);
     in.job.nodes = {env.node};
     const std::int64_t now = env.clock.Now();
-    if (auto h = env.store.History(now - 90 * std::int64_t{86400}, env.node, "")) {
+    if (auto h = store.History(now - 90 * std::int64_t{86400}, env.node, "")) {
         in.history.emplace_back(env.node, std::move(*h));
     }
     rem::JobTimes times;
@@ -180,7 +181,7 @@ std::string ActOnIdleNode(const AgentEnv& env, const diag::EvidenceSet& found) {
         rec.evidence_json = rem::EvidenceSetToJson(v.evidence);
         rec.dedup_key = "agent/" + v.node + "/" + v.diagnosis.rule + "/" +
                         std::to_string(std::hash<std::string>{}(texts));
-        auto id = env.store.RecordIncident(rec);
+        auto id = store.RecordIncident(rec);
         if (!id) return "node " + env.node + " (idle): " + id.error();
         incidents.of_node[v.node] = *id;
         incidents.job = *id;
@@ -214,11 +215,18 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
         out.done.push_back("node " + env.node + ": " + jobs.error());
         return out;
     }
-    if (jobs->empty()) {
-        out.done.push_back(ActOnIdleNode(env, found));
+    auto store = rem::IncidentStore::Open(env.store_path);
+    if (!store) {
+        out.done.push_back("node " + env.node + ": " + store.error());
         return out;
     }
-    for (const rem::JobInfo& job : *jobs) out.done.push_back(ActOnJob(env, found, local, job));
+    if (jobs->empty()) {
+        out.done.push_back(ActOnIdleNode(env, **store, found));
+        return out;
+    }
+    for (const rem::JobInfo& job : *jobs) {
+        out.done.push_back(ActOnJob(env, **store, found, local, job));
+    }
     return out;
 }
 

@@ -287,12 +287,21 @@ start_slurmctld() {
 }
 
 # --- autoheal-agent, one per slurmd (agent/): its node's kernel log (remediation.kernel_log's %n),
-# the fake NVML of health.nvml_library, its node name. AUTOHEAL_CLUSTER_AGENTS=0 starts none
-# (the bench's comparison without the agent). stop.sh stops them by PID (run/agent-*.pid).
+# the fake NVML of health.nvml_library, its node name. Installed always; started here with
+# AUTOHEAL_CLUSTER_AGENTS=1 (the bench), else by the scenarios that need them
+# (tests/integration: AgentE2E, bin/start-agents). stop.sh stops them by PID (run/agent-*.pid).
 start_agents() {
-    [ "${AUTOHEAL_CLUSTER_AGENTS:-1}" = 1 ] || return 0
     [ -x "$build_dir/bin/autoheal-agent" ] || { log "missing $build_dir/bin/autoheal-agent: run make first"; return 1; }
     cp "$build_dir/bin/autoheal-agent" "$cluster_dir/bin/"
+    cat >"$cluster_dir/bin/start-agents" <<SH
+#!/bin/bash
+for i in \$(seq 1 $cluster_nodes); do
+    setsid "$cluster_dir/bin/autoheal-agent" --node "node\$i" </dev/null >>"$cluster_dir/log/agent-node\$i.out" 2>&1 &
+    echo \$! >"$cluster_dir/run/agent-node\$i.pid"
+done
+SH
+    chmod 755 "$cluster_dir/bin/start-agents"
+    [ "${AUTOHEAL_CLUSTER_AGENTS:-0}" = 1 ] || return 0
     local i
     for i in $(seq 1 "$cluster_nodes"); do
         spawn "agent-node$i" "$cluster_dir/bin/autoheal-agent" --node "node$i"

@@ -46,8 +46,9 @@ class AgentTest : public ::testing::Test {
         return job;
     }
     FaultHandled Handle(const std::string& node, const std::string& line) {
-        const AgentEnv env{t.config, t.rc,    t.tickets, agent, t.engine,
-                           *t.store, t.slurm, t.clock,   node};
+        const AgentEnv env{t.config, t.rc,     t.tickets,
+                           agent,    t.engine, (t.dir / "incidents.sqlite").string(),
+                           t.slurm,  t.clock,  node};
         return HandleKernelLines(env, line + "\n");
     }
     std::optional<rem::AgentRecord> Record(const std::string& job, const std::string& node) {
@@ -96,9 +97,9 @@ TEST_F(AgentTest, TheControllerEpilogAfterTheAgentRequeuesNothingAndOpensNoSecon
     RunningJob(42, {"node1", "node2"}, 3);
     Handle("node2", kXid79);
     const std::string reason = t.slurm.node("node2").reason;
-    // The killed run ends; the epilogs see the same Xid in the kernel log.
-    t.slurm.job(42).state = "PENDING";
-    t.FailedJob(42, {"node1", "node2"}, 3).being_requeued = true;
+    // The killed run ends; its epilogs see the same Xid in the kernel log, and Slurm's restart
+    // count already up (the requeue came first).
+    t.FailedJob(42, {"node1", "node2"}, 3, 1).being_requeued = true;
     t.Kernel("node2", {kXid79});
     auto out = t.RunController();
     ASSERT_TRUE(out.ok) << out.summary;

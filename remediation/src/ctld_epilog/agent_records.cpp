@@ -6,10 +6,22 @@
 
 namespace autoheal::remediation {
 
-AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in) {
+AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_requeued) {
     AgentActed acted;
-    for (AgentRecord& a :
-         AgentRecordsOf(env.config.state_dir, env.ctx.job_id, in->job.restart_count)) {
+    std::vector<AgentRecord> records =
+        AgentRecordsOf(env.config.state_dir, env.ctx.job_id, in->job.restart_count);
+    if (records.empty() && being_requeued && in->job.restart_count > 0) {
+        records = AgentRecordsOf(env.config.state_dir, env.ctx.job_id, in->job.restart_count - 1);
+        const bool requeued_it = std::any_of(records.begin(), records.end(), [](const auto& a) {
+            return a.EndedRun() && a.job_action == "requeue";
+        });
+        if (requeued_it) {
+            in->job.restart_count -= 1;  // the run the agent requeued
+        } else {
+            records.clear();
+        }
+    }
+    for (AgentRecord& a : records) {
         acted.ended = acted.ended || a.EndedRun();
         acted.requeued = acted.requeued || (a.EndedRun() && a.job_action == "requeue");
         auto missing =

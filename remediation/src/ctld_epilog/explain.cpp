@@ -27,7 +27,20 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
         auto recorded = env.store.RecordRun(r);
         if (!recorded) spdlog::error("autoheal: epilog-ctld: {}", recorded.error());
     }
-    if (times.agent_ended) return;  // the agent's decision file for this run stands
+    if (times.agent_ended) {
+        // The agent's decision file for this run stands. The node epilogs of a run it requeued
+        // count the run as Slurm does now (one more) and wait for a decision of that number.
+        const int seen = std::atoi(env.ctx.restart_count.c_str());
+        if (seen == in.job.restart_count) return;
+        const std::string& dir = env.config.state_dir;
+        auto text =
+            ReadSmallFile(DecisionFile(dir, env.ctx.job_id, in.job.restart_count), kMaxRecordBytes);
+        auto copied =
+            text ? WriteFileAtomically(DecisionFile(dir, env.ctx.job_id, seen), *text, 0644, 0755)
+                 : Result<bool>(text.status());
+        if (!copied) spdlog::warn("autoheal: epilog-ctld: {}", copied.error());
+        return;
+    }
     DecisionRecord record;
     record.job = env.ctx.job_id;
     record.time = env.clock.Now();

@@ -39,7 +39,8 @@ struct AgentEnv {
     const remediation::TicketConfig& tickets;
     const AgentConfig& agent;
     const remediation::Engine& engine;
-    remediation::IncidentStore& store;
+    // The incident store, opened for each fault (never held: an admin may move or replace it).
+    std::string store_path;
     remediation::SlurmClient& slurm;
     remediation::Clock& clock;
     std::string node;

@@ -60,12 +60,14 @@ bool RecordOutcome(const CtldEnv& env, std::int64_t incident, diag::Action actio
                    const std::string& target, diag::Outcome outcome, const std::string& detail);
 
 // The agent records of this run (job_records.h AgentRecord): a node without a report is judged
-// on its agent's evidence.
+// on its agent's evidence. A run the agent requeued while it ran reaches its epilogs with
+// Slurm's restart count already up: when the job is being requeued, the records of the run
+// before are the ones, and the decision takes that run's number (one incident per fault).
 struct AgentActed {
     bool ended = false;     // the agent requeued or ended the run
     bool requeued = false;  // it requeued it
 };
-AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in);
+AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_requeued);
 
 struct JobTimes {
     bool requeued_elsewhere = false;  // Slurm, an admin or an earlier run requeued it already
