@@ -28,6 +28,9 @@ EpilogTestEnv::EpilogTestEnv() {
     config.policy.quarantine_file = (dir / "quarantine.json").string();
     rc.breaker = {0.5, 2};
     rc.results_wait_seconds = 5;
+    // The fake clock (2027) runs ahead of the real times of the files the steps write: with the
+    // default retention, Finish would remove the job folders of jobs still being decided.
+    rc.jobs_retention_days = 3650;
     rc.kernel_log = (dir / "kernel-%n.log").string();
     tickets = ParseTicketConfig(YAML::Node(), "test", config.state_dir).value();
     store = std::move(IncidentStore::Open((dir / "incidents.sqlite").string()).value());

@@ -78,6 +78,10 @@ void CollectReports(const CtldEnv& env, const JobTimes& times, DecisionInput* in
     in->job.missing_reports = waiting;
     std::sort(in->reports.begin(), in->reports.end(),
               [](const NodeReport& a, const NodeReport& b) { return a.node < b.node; });
+    // The newest checkpoint the batch host's epilog found (the no-progress breaker's mark).
+    for (const NodeReport& r : in->reports) {
+        if (r.checkpoint) in->job.checkpoint = r.checkpoint;
+    }
 }
 
 }  // namespace autoheal::remediation

@@ -9,12 +9,10 @@
 namespace autoheal::remediation {
 namespace {
 
-// The no-progress breaker's facts: the newest checkpoint the batch host found, where it stood at
-// the last requeue and how many requeues in a row it had not advanced (resume.json).
+// The no-progress breaker's facts from resume.json: where the checkpoint stood at the last
+// requeue and how many requeues in a row it had not advanced (the newest checkpoint comes with
+// the batch host's report, CollectReports).
 void LoadProgress(const CtldEnv& env, DecisionInput* in) {
-    for (const NodeReport& r : in->reports) {
-        if (r.checkpoint) in->job.checkpoint = r.checkpoint;
-    }
     auto text = ReadSmallFile(ResumeRecordPath(env.config.state_dir, env.ctx.job_id), 1 << 20);
     auto resume = text ? ResumeRecordFromJson(*text) : Result<ResumeRecord>(text.status());
     if (!resume || resume->restart + 1 != in->job.restart_count) return;  // not this run's
