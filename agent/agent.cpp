@@ -13,12 +13,12 @@
 #include <string>
 #include <thread>
 
-#include "autoheal/remediation/agent_config.h"
 #include "autoheal/agent/fault_handler.h"
 #include "autoheal/agent/kernel_follower.h"
 #include "autoheal/core/program.h"
-#include "autoheal/remediation/program_start.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/agent_heartbeat.h"
+#include "autoheal/remediation/program_start.h"
 #include "autoheal/remediation/slurm_adapter.h"
 
 namespace {

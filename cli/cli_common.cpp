@@ -27,27 +27,6 @@ std::optional<remediation::Settings> LoadSettingsOrComplain(const char* command)
     return std::move(loaded).value();
 }
 
-namespace {
-
-// The store belongs to whoever owns state_dir (slurm.conf's SlurmUser on the controller, whose
-// epilog writes it). Run as root, the CLI would otherwise leave incidents.sqlite, or its -wal
-// and -shm files, owned by root, and every later controller epilog could not write it: each
-// that this process owns is handed to state_dir's owner.
-void GiveStoreToStateDirOwner(const std::string& state_dir, const std::string& path) {
-    struct stat dir {};
-    if (::geteuid() != 0 || ::stat(state_dir.c_str(), &dir) != 0 || dir.st_uid == 0) return;
-    for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
-        struct stat st {};
-        if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) continue;
-        if (::lchown(file.c_str(), dir.st_uid, dir.st_gid) != 0) {
-            std::fprintf(stderr, "autoheal: incident store: %s: cannot hand it to uid %u: %s\n",
-                         file.c_str(), static_cast<unsigned>(dir.st_uid), std::strerror(errno));
-        }
-    }
-}
-
-}  // namespace
-
 std::unique_ptr<remediation::IncidentStore> OpenStoreOrComplain(const char* command,
                                                                 const Config& config, bool create) {
     const std::string path = config.state_dir + "/incidents.sqlite";
@@ -60,7 +39,8 @@ std::unique_ptr<remediation::IncidentStore> OpenStoreOrComplain(const char* comm
         return nullptr;
     }
     auto store = remediation::IncidentStore::Open(path);
-    GiveStoreToStateDirOwner(config.state_dir, path);
+    const std::string handed = remediation::GiveStoreToStateDirOwner(config.state_dir, path);
+    if (!handed.empty()) std::fprintf(stderr, "autoheal: incident store: %s\n", handed.c_str());
     if (!store) {
         std::fprintf(stderr, "autoheal: %s: %s\n", command, store.error().c_str());
         return nullptr;

@@ -48,9 +48,10 @@ rem::DecisionInput InputFor(const AgentEnv& env, const diag::EvidenceSet& found,
 }
 
 void WriteRecord(const AgentEnv& env, const rem::AgentRecord& rec) {
-    auto w =
-        WriteFileAtomically(rem::AgentFile(env.config.state_dir, rec.job, rec.restart, rec.node),
-                            rem::AgentRecordToJson(rec), 0644, 0755);
+    // As the node reports: handed to the owner of jobs/ (SlurmUser), which the controller runs as.
+    auto w = rem::WriteJobRecord(
+        env.config.state_dir, rem::AgentFile(env.config.state_dir, rec.job, rec.restart, rec.node),
+        rem::AgentRecordToJson(rec), 0640);
     if (!w) spdlog::error("autoheal: agent: {}", w.error());
 }
 
@@ -216,6 +217,8 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
         return out;
     }
     auto store = rem::IncidentStore::Open(env.store_path);
+    const std::string handed = rem::GiveStoreToStateDirOwner(env.config.state_dir, env.store_path);
+    if (!handed.empty()) out.done.push_back("incident store: " + handed);
     if (!store) {
         out.done.push_back("node " + env.node + ": " + store.error());
         return out;

@@ -1,7 +1,11 @@
 #include "autoheal/remediation/incident_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
@@ -791,6 +795,21 @@ Result<std::vector<std::pair<std::string, std::int64_t>>> IncidentStore::CountIn
 Result<std::vector<std::pair<std::string, std::int64_t>>> IncidentStore::CountTicketsByState() {
     return CountGroups(db_, "SELECT state, count(*) FROM tickets GROUP BY state ORDER BY state",
                        path_);
+}
+
+std::string GiveStoreToStateDirOwner(const std::string& state_dir, const std::string& path) {
+    struct stat dir {};
+    if (::geteuid() != 0 || ::stat(state_dir.c_str(), &dir) != 0 || dir.st_uid == 0) return "";
+    std::string failed;
+    for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+        struct stat st {};
+        if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) continue;
+        if (::lchown(file.c_str(), dir.st_uid, dir.st_gid) != 0) {
+            failed += (failed.empty() ? "" : "; ") + file + ": cannot hand it to uid " +
+                      std::to_string(dir.st_uid) + ": " + std::strerror(errno);
+        }
+    }
+    return failed;
 }
 
 }  // namespace autoheal::remediation

@@ -12,12 +12,23 @@ const std::set<std::string>& AllowedKeys(ItemKind kind) {
     static const std::set<std::string> kSignature{"signature", "regex",   "desc",
                                                   "example",   "enabled", "override"};
     static const std::set<std::string> kList{"list", "items", "enabled", "override"};
-    static const std::set<std::string> kRule{
-        "rule",           "desc",          "doc",      "match",
-        "unless",         "cause",         "actions",  "requeue",
-        "confidence",     "priority",      "suppressed_by", "escalate",
-        "contributes_actions", "interrupts_job", "example", "enabled",
-        "override"};
+    static const std::set<std::string> kRule{"rule",
+                                             "desc",
+                                             "doc",
+                                             "match",
+                                             "unless",
+                                             "cause",
+                                             "actions",
+                                             "requeue",
+                                             "confidence",
+                                             "priority",
+                                             "suppressed_by",
+                                             "escalate",
+                                             "contributes_actions",
+                                             "interrupts_job",
+                                             "example",
+                                             "enabled",
+                                             "override"};
     switch (kind) {
         case ItemKind::kSignature:
             return kSignature;

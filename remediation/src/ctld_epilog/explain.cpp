@@ -33,11 +33,17 @@ void Explain(const CtldEnv& env, const DecisionInput& in, const JobDecision& d,
         const int seen = std::atoi(env.ctx.restart_count.c_str());
         if (seen == in.job.restart_count) return;
         const std::string& dir = env.config.state_dir;
+        // The copy is the decision of run `seen` as the node epilogs check it (DecisionMismatch).
         auto text =
             ReadSmallFile(DecisionFile(dir, env.ctx.job_id, in.job.restart_count), kMaxRecordBytes);
-        auto copied =
-            text ? WriteFileAtomically(DecisionFile(dir, env.ctx.job_id, seen), *text, 0644, 0755)
-                 : Result<bool>(text.status());
+        auto agents = text ? DecisionRecordFromJson(*text) : Result<DecisionRecord>(text.status());
+        if (!agents) {
+            spdlog::warn("autoheal: epilog-ctld: {}", agents.error());
+            return;
+        }
+        agents->facts.restart_count = seen;
+        auto copied = WriteJobRecord(dir, DecisionFile(dir, env.ctx.job_id, seen),
+                                     DecisionRecordToJson(*agents), 0644);
         if (!copied) spdlog::warn("autoheal: epilog-ctld: {}", copied.error());
         return;
     }

@@ -5,10 +5,10 @@
 #pragma once
 
 #include <fcntl.h>
-#include <cerrno>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 namespace autoheal::remediation {

@@ -121,6 +121,14 @@ struct TicketRow {
     std::int64_t opened = 0;  // the incident's time (Tickets() only)
 };
 
+// The store belongs to whoever owns state_dir (SlurmUser on the controller, whose epilog writes
+// it). A root process that opens it (the CLI, autoheal-agent) would otherwise leave
+// incidents.sqlite, or its -wal and -shm files, owned by root, and no later controller epilog
+// could write it: each of them root owns is handed to state_dir's owner. Does nothing unless
+// run as root and state_dir belongs to another user. Returns what could not be handed over
+// ("" when nothing failed).
+std::string GiveStoreToStateDirOwner(const std::string& state_dir, const std::string& path);
+
 class IncidentStore {
   public:
     // Opens (creating if needed) the store at `path` and migrates it to kIncidentSchemaVersion.
