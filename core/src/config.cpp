@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "autoheal/core/escape.h"
 #include "autoheal/core/files.h"
 
 namespace autoheal {
@@ -83,7 +84,8 @@ Result<YAML::Node> ParseConfigDocument(std::string_view text, std::string_view s
     try {
         root = YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
-        return MakeError(ErrorCode::kInvalid, Where(source, e.mark) + ": " + e.msg);
+        // yaml-cpp quotes the offending character, which may be a line break: one line each.
+        return MakeError(ErrorCode::kInvalid, Where(source, e.mark) + ": " + EscapeControl(e.msg));
     }
     if (!root.IsNull() && !root.IsMap()) return At(source, root, "expected a mapping of settings");
     return root;

@@ -1,5 +1,7 @@
 // Contract checks shared by the fuzz targets: whatever the input, the scanner finds exactly the
-// lines RE2 matches (patterns read as bytes, diag/pattern.h), and a diagnosis names only known
+// lines RE2 matches (patterns read as bytes, diag/pattern.h) where the leftmost match is
+// admissible evidence (diag/log_line.h IsAdmissible, as pasted logs: InputKind::kMixed), and a
+// diagnosis names only known
 // causes and actions. A violation aborts, so libFuzzer reports it as a crash.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/log_line.h"
 #include "autoheal/diag/pattern.h"
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
@@ -29,7 +32,8 @@ using autoheal::diag::EvidenceSet;
 using autoheal::diag::RuleSet;
 using autoheal::diag::ScanLimits;
 
-// Every line of `text` that a signature's regex matches is evidence for that signature, once,
+// Every line of `text` that a signature's regex matches, at an admissible place (the leftmost
+// match, IsAdmissible), is evidence for that signature, once,
 // with its 1-based line number and text; the first `cap` such lines are kept and all counted.
 // REQUIRES: `set` holds only this scan of `text` (source `source`), no derived evidence, and
 // no line of `text` is longer than the scanner's chunk. `cache`, when given, keeps the compiled
@@ -67,7 +71,12 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
         if (!re.ok()) Fail("signature '" + sig.name + "' does not compile with RE2");
         std::vector<std::size_t> want;
         for (std::size_t i = 0; i < lines.size(); ++i) {
-            if (RE2::PartialMatch(re2::StringPiece(lines[i].data(), lines[i].size()), re)) {
+            const re2::StringPiece text_i(lines[i].data(), lines[i].size());
+            re2::StringPiece match;
+            if (!re.Match(text_i, 0, text_i.size(), RE2::UNANCHORED, &match, 1)) continue;
+            const auto begin = static_cast<std::size_t>(match.data() - lines[i].data());
+            if (autoheal::diag::IsAdmissible(lines[i], autoheal::diag::ParseLogLine(lines[i]),
+                                             begin, begin + match.size(), false)) {
                 want.push_back(i + 1);
             }
         }
