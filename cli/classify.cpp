@@ -116,8 +116,8 @@ void PrintExplanation(const diag::Diagnosis& d, const diag::EvidenceSet& set,
             std::printf("      why:  %s\n", rule->desc.c_str());
         }
         std::printf("      from: %s\n", rule != nullptr && !rule->doc.empty()
-                                             ? rule->doc.c_str()
-                                             : "(the rule cites no documentation)");
+                                            ? rule->doc.c_str()
+                                            : "(the rule cites no documentation)");
         for (const diag::Evidence& e : f.evidence) {
             std::printf("      %s:%zu  [%s]  %s\n", set.sources[e.source].c_str(), e.line,
                         e.signature.c_str(), e.text.c_str());

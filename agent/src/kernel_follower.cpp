@@ -32,7 +32,7 @@ KernelFollower::KernelFollower(std::string source, std::uint64_t max_bytes)
     cursor_ = remediation::KernelLogCursor(source_);
     if (source_ == "kmsg") {
         // The newest record's stamp: what is there now was before the agent.
-        auto text = remediation::ReadKernelLogSince(source_, "", 64 * 1024);
+        auto text = remediation::ReadKernelLogSince(source_, "", std::uint64_t{64} * 1024);
         if (text) {
             const std::size_t last = text->rfind('\n', text->size() >= 2 ? text->size() - 2 : 0);
             last_stamp_ =

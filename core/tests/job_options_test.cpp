@@ -182,7 +182,7 @@ TEST(JobControlEnv, DropsAndReportsTamperedValues) {
 // plugin did not overwrite) or above the largest cap a site may set is refused.
 TEST(JobControlEnv, AutoResumeRecordsNeedAValueWithinTheLimits) {
     std::vector<std::string> problems;
-    auto lookup = [](std::string value) {
+    auto lookup = [](const std::string& value) {
         return [value](std::string_view name) -> std::optional<std::string> {
             if (name == kEnvOptions) return "auto_resume=" + value;
             return std::nullopt;

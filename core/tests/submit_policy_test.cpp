@@ -184,6 +184,7 @@ TEST(DecideOnSubmit, NodesSlurmDoesNotKnowAreNeverExcluded) {
 // first.
 TEST(DecideOnSubmit, QuarantineIsCappedByCountAndFraction) {
     std::vector<QuarantinedNode> many;
+    many.reserve(40);
     for (int i = 0; i < 40; ++i) many.push_back({"node" + std::to_string(i), kNow + 60, ""});
     SubmitPolicy policy = Policy(10, true, many);
     policy.quarantine_max_nodes = 5;
@@ -210,9 +211,9 @@ TEST(DecideOnSubmit, QuarantineIsCappedByCountAndFraction) {
 
 // No entry keeps a node avoided for longer than quarantine_max_hours from now.
 TEST(DecideOnSubmit, QuarantineEntriesFurtherOutThanTheMaximumAreIgnored) {
-    SubmitPolicy policy =
-        Policy(10, true, {{"node1", kNow + 3600, ""}, {"node2", kNow + 10 * 86400, ""}});
-    policy.quarantine_max_seconds = 7 * 86400;
+    SubmitPolicy policy = Policy(
+        10, true, {{"node1", kNow + 3600, ""}, {"node2", kNow + std::int64_t{10} * 86400, ""}});
+    policy.quarantine_max_seconds = std::int64_t{7} * 86400;
     EXPECT_THAT(DecideOnSubmit(JobOptions{}, policy, {}, kNow).exclude, ElementsAre("node1"));
 }
 

@@ -6,11 +6,11 @@
 
 #include <fstream>
 
-#include "autoheal/remediation/agent_config.h"
 #include "autoheal/agent/fault_handler.h"
 #include "autoheal/agent/kernel_follower.h"
 #include "autoheal/core/resume_record.h"
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/agent_heartbeat.h"
 #include "diag_test_util.h"
 #include "epilog_test_env.h"

@@ -336,7 +336,8 @@ TEST_F(DecisionTest, BreakerCountsNodesAutohealAlreadyTookOut) {
 // ago stopped counting, so a systemic false positive drained up to the limit every hour.
 TEST_F(DecisionTest, BreakerCountsEveryNodeAutohealStillHoldsHoweverOld) {
     in_.cluster.nodes[0] = Node("node1", true, "autoheal: faulty_gpu", in_.cluster.now - 86400);
-    in_.cluster.nodes[1] = Node("node2", true, "autoheal: lemon", in_.cluster.now - 30 * 86400);
+    in_.cluster.nodes[1] =
+        Node("node2", true, "autoheal: lemon", in_.cluster.now - std::int64_t{30} * 86400);
     Kernel("node3", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_TRUE(d.breaker_open);

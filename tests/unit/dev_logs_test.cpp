@@ -28,17 +28,14 @@ const std::map<std::string, const char*>& DisputedLabels() {
         {"dev2-015",
          "`nvidia-smi topo -m` showing SYS between two GPUs is a topology table, not an error: "
          "nothing in it says the image lacks the NVLink bridge driver"},
-        {"dev2-037",
-         "a Python thread dump of an idle main thread: no evidence of any cause"},
+        {"dev2-037", "a Python thread dump of an idle main thread: no evidence of any cause"},
     };
     return kDisputed;
 }
 
 // Floors: the figures measured when the rules last changed (see the commit that set them).
-constexpr int kFloorCause1 = 57, kFloorPlan1 = 59,
-              kFloorRequeue1 = 55;
-constexpr int kFloorCause2 = 31, kFloorPlan2 = 26,
-              kFloorRequeue2 = 33, kFloorCulprit2 = 9;
+constexpr int kFloorCause1 = 57, kFloorPlan1 = 59, kFloorRequeue1 = 55;
+constexpr int kFloorCause2 = 31, kFloorPlan2 = 26, kFloorRequeue2 = 33, kFloorCulprit2 = 9;
 
 struct Record {
     std::string id;
@@ -117,8 +114,7 @@ Score ScoreSet(const std::string& name) {
             auto disputed = DisputedLabels().find(r.id);
             std::printf("  %s: label %s, got %s (rule %s)%s%s%s%s%s\n", r.id.c_str(),
                         r.cause.c_str(), d.cause.c_str(), d.rule.c_str(), cause ? "" : " cause",
-                        plan ? "" : " plan", requeue ? "" : " requeue",
-                        culprit ? "" : " culprit",
+                        plan ? "" : " plan", requeue ? "" : " requeue", culprit ? "" : " culprit",
                         disputed != DisputedLabels().end()
                             ? (std::string(" - label disputed: ") + disputed->second).c_str()
                             : "");

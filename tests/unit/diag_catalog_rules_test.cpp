@@ -49,7 +49,7 @@ TEST(XidCatalog, EveryCatalogXidHasARuleThatFiresOnItAlone) {
         if (r["row_type"] == "nvlink_decode") continue;
         const int xid = r["xid"];
         std::string text = r["description"].is_string() ? r["description"].get<std::string>()
-                                                         : std::string("event");
+                                                        : std::string("event");
         std::replace(text.begin(), text.end(), '\n', ' ');
         Diagnosis d = Classify(XidLine(xid, text));
         ++checked;
@@ -139,12 +139,14 @@ TEST(CausalRoles, TeardownXidsAfterTheJobsCrashAreTheJobsNotTheGpus) {
 TEST(CausalRoles, ATeardownStormOverSixteenNodesTakesOutOnlyTheRoot) {
     int taken_out = 0;
     for (int n = 0; n < 16; ++n) {
-        std::string log = "NVRM: Xid (PCI:0000:3b:00): 43, pid=900, name=python3, Ch 00000008\n"
-                          "NVRM: Xid (PCI:0000:3b:00): 45, pid=900, name=python3, Ch 00000008\n";
+        std::string log =
+            "NVRM: Xid (PCI:0000:3b:00): 43, pid=900, name=python3, Ch 00000008\n"
+            "NVRM: Xid (PCI:0000:3b:00): 45, pid=900, name=python3, Ch 00000008\n";
         if (n == 5) {
-            log = "NVRM: Xid (PCI:0000:3b:00): 79, pid=900, name=python3, GPU has fallen off "
-                  "the bus.\n" +
-                  log;
+            log =
+                "NVRM: Xid (PCI:0000:3b:00): 79, pid=900, name=python3, GPU has fallen off "
+                "the bus.\n" +
+                log;
         }
         DiagnoseOptions options;
         options.node = "gpu" + std::to_string(n);
@@ -166,8 +168,7 @@ TEST(CausalRoles, OneNetirEventAmongRemoteLinkErrorsNamesItsGpu) {
                "): 145, RLW_SRC_TRACK Fatal XC0 i0 Link 02 (0x00000000 0x00000001 0x00000000 "
                "0x00000000 0x00000000 0x00000000 0x00000000)\n";
     }
-    log += "NVRM: Xid (PCI:0000:9d:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 05 " + regs149 +
-           "\n";
+    log += "NVRM: Xid (PCI:0000:9d:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 05 " + regs149 + "\n";
     Diagnosis d = Classify(log);
     EXPECT_EQ(d.cause, "nvlink");
     EXPECT_EQ(d.culprit.gpu, "0000:9d:00.0") << d.rule;

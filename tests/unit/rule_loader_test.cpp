@@ -207,7 +207,8 @@ TEST(RuleLoader, UnknownFieldNamesTheSignaturesFields) {
     ASSERT_NE(m, nullptr) << l.result.Format();
     EXPECT_THAT(
         m->message,
-        HasSubstr("its fields: error_status, host, nvlink_class, pci, registers, role, subcode, xid"));
+        HasSubstr(
+            "its fields: error_status, host, nvlink_class, pci, registers, role, subcode, xid"));
 }
 
 TEST(RuleLoader, DuplicateInOneFileIsAnError) {

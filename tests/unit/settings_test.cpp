@@ -41,7 +41,7 @@ class SettingsDir {
     }
     std::string Path(const std::string& name) const { return (root_ / name).string(); }
     std::string Write(const std::string& name, const std::string& text) const {
-        const std::string path = Path(name);
+        std::string path = Path(name);
         std::ofstream(path) << text;
         fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
                                   fs::perms::group_read | fs::perms::others_read);

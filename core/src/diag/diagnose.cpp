@@ -77,8 +77,8 @@ std::string FirstField(const std::vector<const Evidence*>& evidence,
 
 // A field of the first `signature` item in input `source` (context the winning lines do not
 // carry themselves: the shell prompt of a pasted session, the device a library names).
-std::string ContextField(const EvidenceSet& set, std::string_view signature,
-                         std::string_view field, std::size_t source) {
+std::string ContextField(const EvidenceSet& set, std::string_view signature, std::string_view field,
+                         std::size_t source) {
     for (const Evidence& e : set.items) {
         if (e.signature != signature || e.source != source) continue;
         if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);

@@ -501,8 +501,8 @@ const RE2* Compiler::Pattern(const std::string& signature) {
     return patterns_.emplace(signature, std::move(re)).first->second.get();
 }
 
-void Compiler::ScanExampleLine(const Condition& match, const std::string& line,
-                               std::size_t line_no, EvidenceSet* set) {
+void Compiler::ScanExampleLine(const Condition& match, const std::string& line, std::size_t line_no,
+                               EvidenceSet* set) {
     if (match.kind != Condition::Kind::kLeaf) {
         for (const Condition& c : match.children) ScanExampleLine(c, line, line_no, set);
         return;

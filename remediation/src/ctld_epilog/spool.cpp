@@ -34,7 +34,7 @@ int ImportSpooledRuns(const CtldEnv& env) {
     std::error_code ec;
     int imported = 0;
     for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-        const fs::path path = entry.path();
+        const fs::path& path = entry.path();
         if (path.extension() != ".sqlite" || !entry.is_regular_file(ec)) continue;
         // Claimed by rename, so two job ends never import one file at once (an import twice
         // would add nothing: every row has its key).

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "autoheal/remediation/agent_config.h"
 #include "autoheal/core/config.h"
+#include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/clock.h"
 #include "autoheal/remediation/engine.h"
 #include "autoheal/remediation/incident_store.h"

@@ -1,4 +1,5 @@
-// The `agent:` section of autoheal.yaml, for autoheal-agent (agent/agent.cpp), parsed with the other sections (settings.h):
+// The `agent:` section of autoheal.yaml, for autoheal-agent (agent/agent.cpp), parsed with the
+// other sections (settings.h):
 //   agent:
 //     on_fault: requeue     # requeue | end | notify: what an interrupting fault does to the job
 //     poll_interval_ms: 200 # how often the kernel log is read (a bounded poll), 10..5000
