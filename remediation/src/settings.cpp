@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "autoheal/core/escape.h"
 #include "autoheal/core/files.h"
 #include "autoheal/health/health_config.h"
 
@@ -24,7 +25,8 @@ Result<Settings> ParseSettings(std::string_view text, std::string_view source_na
     auto root = ParseConfigDocument(text, source_name);
     if (!root) return root.status();
     auto core = ParseCoreConfig(*root, text, source_name, kSections);
-    if (!core) return core.status();
+    // A message may quote a key or value with a line break in it: one problem, one line.
+    if (!core) return MakeError(core.status().code, EscapeControl(core.error()));
     Settings s;
     s.core = std::move(core).value();
     const std::string& source = s.core.source;
@@ -32,7 +34,7 @@ Result<Settings> ParseSettings(std::string_view text, std::string_view source_na
     // Each section on its own, so that one run names a problem in each.
     std::string problems;
     auto add = [&problems](const std::string& p) {
-        problems += (problems.empty() ? "" : "\n") + p;
+        problems += (problems.empty() ? "" : "\n") + EscapeControl(p);
     };
     if (auto health = health::ParseHealthConfig(doc["health"], source)) {
         s.health = std::move(health).value();

@@ -143,7 +143,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t accepted =
         (raw.auto_resume ? 1 : 0) + (raw.ckpt_dir ? 1 : 0) + (raw.health_check ? 1 : 0);
     const bool malformed =
-        problems.size() == 1 && problems[0].find("malformed record") != std::string::npos;
+        problems.size() == 1 &&
+        problems[0].rfind(std::string(autoheal::kEnvOptions) + ": malformed record at ", 0) == 0;
     // ckpt_dir comes last and takes the rest of the record (a path may hold ';'): an earlier
     // value with a ';' in it ends its field there and may swallow the fields after it.
     const bool split_clean =
