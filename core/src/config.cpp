@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "autoheal/core/config_scan.h"
 #include "autoheal/core/escape.h"
 #include "autoheal/core/files.h"
 
@@ -80,6 +81,8 @@ Config DefaultConfig(const std::string& state_dir) {
 }
 
 Result<YAML::Node> ParseConfigDocument(std::string_view text, std::string_view source) {
+    auto text_ok = RefuseNulBytes(text, source);
+    if (!text_ok) return text_ok.status();
     YAML::Node root;
     try {
         root = YAML::Load(std::string(text));

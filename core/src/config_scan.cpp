@@ -451,7 +451,22 @@ Result<SubmitSettings> SubmitSettingsReader::Read(const std::vector<Entry>& entr
 
 }  // namespace
 
+Result<bool> RefuseNulBytes(std::string_view text, std::string_view source) {
+    const std::size_t at = text.find('\0');
+    if (at == std::string_view::npos) return true;
+    const std::string_view before = text.substr(0, at);
+    const std::size_t line =
+        static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+    const std::size_t nl = before.rfind('\n');
+    const std::size_t column = nl == std::string_view::npos ? at + 1 : at - nl;
+    return MakeError(ErrorCode::kInvalid, std::string(source) + ":" + std::to_string(line) + ":" +
+                                              std::to_string(column) +
+                                              ": a NUL byte: the file must be text");
+}
+
 Result<SubmitSettings> ScanSubmitSettings(std::string_view text, std::string_view source) {
+    auto text_ok = RefuseNulBytes(text, source);
+    if (!text_ok) return text_ok.status();
     auto entries = Lexer(source).Lex(text);
     if (!entries) return entries.status();
     return SubmitSettingsReader(source).Read(*entries);

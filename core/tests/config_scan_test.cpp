@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "autoheal/core/config.h"
+
 namespace autoheal {
 namespace {
 
@@ -55,6 +57,19 @@ TEST(ScanSubmitSettings, ReadsTheShippedConfigAsYamlCppDoes) {
     ASSERT_NE(at, std::string::npos);
     moved.replace(at, 29, "state_dir: \"/srv/x\"   # moved\n");
     ExpectSameAsYamlCpp(moved);
+}
+
+// Found by fuzz_config: after a NUL byte in a comment, yaml-cpp and the scanner read different
+// max_auto_resume values. Both now refuse the file, naming where the byte is.
+TEST(ScanSubmitSettings, ANulByteIsRefusedByTheScannerAndTheYamlReader) {
+    using namespace std::string_literals;
+    const std::string text = "policy:\n  # a comment\0 with a NUL\n  max_auto_resume: 7\n"s;
+    auto scanned = ScanSubmitSettings(text, "a.yaml");
+    ASSERT_FALSE(scanned);
+    EXPECT_EQ(scanned.error(), "a.yaml:2:14: a NUL byte: the file must be text");
+    auto parsed = ParseConfigDocument(text, "a.yaml");
+    ASSERT_FALSE(parsed);
+    EXPECT_EQ(parsed.error(), "a.yaml:2:14: a NUL byte: the file must be text");
 }
 
 TEST(ScanSubmitSettings, DefaultsWhenEmpty) {

@@ -51,6 +51,10 @@ struct SubmitSettings {
 // calls this too, so a file every other program accepts is one the plugin reads the same way.
 Result<SubmitSettings> ScanSubmitSettings(std::string_view text, std::string_view source);
 
+// autoheal.yaml is text: a NUL byte is refused ("source:line:column: ..."), by this scanner and
+// by the YAML reader alike (yaml-cpp and the scanner would read what follows it differently).
+Result<bool> RefuseNulBytes(std::string_view text, std::string_view source);
+
 // `<state_dir>/quarantine.json`: the quarantine file when the config names none.
 std::string DefaultQuarantineFile(std::string_view state_dir);
 
