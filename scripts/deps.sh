@@ -12,7 +12,7 @@ set -euo pipefail
 
 packages=(
     slurmctld slurmd slurm-client libslurm-dev munge
-    cmake g++ make pkg-config dpkg-dev
+    cmake g++ make pkg-config dpkg-dev valgrind
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
     libgtest-dev libgmock-dev
     libsqlite3-dev sqlite3 libcurl4-openssl-dev
