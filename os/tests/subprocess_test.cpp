@@ -161,18 +161,35 @@ TEST(Subprocess, DeadlineKillsTheWholeProcessGroup) {
 
 TEST(Subprocess, AChildThatWillNotDieIsReportedWithoutHanging) {
     // The child moves into this test's process group, so the SIGKILL of its own group misses
-    // it: from here it is a child that does not die (as one stuck in the kernel would be).
+    // it: from here it is a child that does not die (as one stuck in the kernel would be). It
+    // moves only after Start has returned (the parent also sets the child's group, and on a busy
+    // machine that can come after the child ran: it would move the child back), and says so
+    // before the test waits; the deadline has passed by then or passes soon after.
+    int go[2];
+    int moved[2];
+    ASSERT_EQ(::pipe(go), 0);
+    ASSERT_EQ(::pipe(moved), 0);
     SubprocessSpec spec;
     const pid_t test_group = ::getpgrp();
-    spec.in_child = [test_group](int) {
+    spec.in_child = [test_group, go, moved](int) {
+        char byte = 0;
+        if (::read(go[0], &byte, 1) != 1) return 8;
         if (::setpgid(0, test_group) != 0) return 9;
+        if (::write(moved[1], &byte, 1) != 1) return 10;
         ::sleep(30);
         return 0;
     };
     spec.timeout = milliseconds(100);
     spec.reap_grace = milliseconds(200);
     auto child = Subprocess::Start(spec);
+    ::close(go[0]);
+    ::close(moved[1]);  // a child that exits before it moved ends the read below
     ASSERT_TRUE(child) << child.error();
+    ASSERT_EQ(::write(go[1], "g", 1), 1);
+    char byte = 0;
+    ASSERT_EQ(::read(moved[0], &byte, 1), 1);
+    ::close(go[1]);
+    ::close(moved[0]);
     const auto start = Clock::now();
     auto r = child.value().Wait();
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
