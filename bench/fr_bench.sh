@@ -30,6 +30,11 @@ cache=${AUTOHEAL_BENCH_DIR:-/tmp/autoheal-bench}
 goal_s=1.0
 
 die() { echo "bench: fr: $*" >&2; exit 1; }
+# The shipped rules, unless this build has its own next to it (as classify_bench.sh).
+if [ -z "${AUTOHEAL_RULES_DIR:-}" ] && [ ! -d "$build_dir/etc/autoheal/rules.d" ] &&
+    [ -d "$repo/etc/rules.d" ]; then
+    export AUTOHEAL_RULES_DIR="$repo/etc/rules.d"
+fi
 [ -x "$autoheal" ] || die "$autoheal not found; run 'make' first"
 command -v python3 >/dev/null || die "python3 not found"
 dir="$cache/fr-$ranks-$entries"

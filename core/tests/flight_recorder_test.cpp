@@ -129,15 +129,18 @@ TEST(Pickle, ReadsDataOpcodesOfEveryProtocol) {
     auto p0 = ReadPickle("(dp0\nS'a'\np1\nI42\nsS'b'\np2\n(I1\nI01\nF1.5\nlp3\ns.");
     ASSERT_TRUE(p0.ok()) << p0.error();
     const DataTree& t = *p0;
-    EXPECT_EQ(t.Find(t.root(), "a")->i, 42);
-    const DataTree::Node* b = t.Find(t.root(), "b");
-    ASSERT_EQ(b->items.size(), 3u);
-    EXPECT_EQ(t.at(b->items[1]).kind, DataTree::Kind::kBool);
-    EXPECT_DOUBLE_EQ(t.at(b->items[2]).f, 1.5);
+    DataTree::Ref a = 0, b = 0;
+    ASSERT_TRUE(t.Find(t.root(), "a", &a));
+    EXPECT_EQ(t.Int(a), 42);
+    ASSERT_TRUE(t.Find(t.root(), "b", &b));
+    const auto& items = t.ItemsOf(b);
+    ASSERT_EQ(items.size(), 3u);
+    EXPECT_EQ(t.kind(items[1]), DataTree::Kind::kBool);
+    EXPECT_DOUBLE_EQ(t.Float(items[2]), 1.5);
     // Negative LONG1 and BININT.
     auto neg = ReadPickle(Bytes({0x80, 2, 0x8a, 1, 0xff, '.'}));
     ASSERT_TRUE(neg.ok());
-    EXPECT_EQ(neg->at(neg->root()).i, -1);
+    EXPECT_EQ(neg->Int(neg->root()), -1);
     auto big = ReadPickle(Bytes({0x80, 2, 0x8a, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, '.'}));
     EXPECT_FALSE(big.ok());
 }
@@ -146,7 +149,7 @@ TEST(Pickle, AListThatHoldsItselfNeitherLoopsNorLeaks) {
     // EMPTY_LIST, BINPUT 0, BINGET 0, APPEND: l = []; l.append(l)
     auto tree = ReadPickle(Bytes({0x80, 2, ']', 'q', 0, 'h', 0, 'a', '.'}));
     ASSERT_TRUE(tree.ok()) << tree.error();
-    EXPECT_EQ(tree->at(tree->root()).items[0], tree->root());
+    EXPECT_EQ(tree->ItemsOf(tree->root())[0], tree->root());
     auto dump = ParseFrDump(Bytes(
         {0x80, 2, '}', 'q', 0, 0x8c, 7, 'e', 'n', 't', 'r', 'i', 'e', 's', 'h', 0, 's', '.'}));
     ASSERT_TRUE(dump.ok()) << dump.error();  // {"entries": itself}: read as no entries

@@ -1,10 +1,10 @@
 // Remote context, in each task before it drops root (slurm_spank_task_init_privileged): for a job
 // with --auto-resume, turns PyTorch's NCCL flight recorder on and points its dumps at the run's
 // folder, state_dir/jobs/<job>/run<N>/flight-recorder/<node>/ (core/flight_recorder_env.h), which
-// it creates: the folders above the node's root-owned (0755), the node's own the job user's
-// (0700), so the user's ranks write there and nobody else reads it. Only the variables the job
-// has not set are set (a job opts out with TORCH_NCCL_TRACE_BUFFER_SIZE=0). Never fails the task:
-// a problem is logged and the job runs as it would without autoheal.
+// it creates: the folders above the node's given to the owner of state_dir/jobs (0755), the
+// node's own the job user's (0700), so the user's ranks write there and nobody else reads it. Only
+// the variables the job has not set are set (a job opts out with TORCH_NCCL_TRACE_BUFFER_SIZE=0).
+// Never fails the task: a problem is logged and the job runs as it would without autoheal.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,14 +42,24 @@ bool SafePart(const std::string& s) {
     return true;
 }
 
-// `path` exists as a real folder (not a link) owned by `uid`, made with `mode` when missing.
-bool EnsureDir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
-    if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return false;
+// `path` exists as a real folder (not a link), made with `mode` when missing and then given to
+// `owner` (the owner of state_dir/jobs, as every folder there is: SlurmUser writes the run's
+// decision beside these).
+bool EnsureDir(const std::string& path, mode_t mode, const struct stat& owner) {
+    if (::mkdir(path.c_str(), mode) == 0) {
+        return ::lchown(path.c_str(), owner.st_uid, owner.st_gid) == 0;
+    }
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-    if (st.st_uid == uid) return true;
-    // Ours just now (root's) and meant for the user: give it away.
-    return st.st_uid == 0 && uid != 0 && ::lchown(path.c_str(), uid, gid) == 0;
+    return errno == EEXIST && ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The node's folder: the job user's own, 0700. One that exists must be theirs, or root's: the
+// node's other tasks make it at the same time, and the one that made it gives it away.
+bool EnsureUserDir(const std::string& path, uid_t uid, gid_t gid) {
+    if (::mkdir(path.c_str(), 0700) == 0) return ::lchown(path.c_str(), uid, gid) == 0;
+    struct stat st {};
+    return errno == EEXIST && ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+           (st.st_uid == uid || st.st_uid == 0);
 }
 
 }  // namespace
@@ -83,14 +93,19 @@ int SetFlightRecorderEnv(spank_t sp) {
     if (needed) {
         const std::string jobs = state_dir + "/jobs";
         const std::string run = dir.substr(0, dir.rfind('/'));
-        for (const std::string& d : {jobs, jobs + "/" + job, run, dir}) {
-            if (!EnsureDir(d, 0755, 0, 0)) {
+        struct stat owner {};
+        if (::lstat(jobs.c_str(), &owner) != 0 || !S_ISDIR(owner.st_mode)) {
+            slurm_verbose("autoheal: flight recorder: no folder %s", jobs.c_str());
+            return 0;
+        }
+        for (const std::string& d : {jobs + "/" + job, run, dir}) {
+            if (!EnsureDir(d, 0755, owner)) {
                 slurm_verbose("autoheal: flight recorder: cannot use %s: %s", d.c_str(),
                               std::strerror(errno));
                 return 0;
             }
         }
-        if (!EnsureDir(node_dir, 0700, uid, gid)) {
+        if (!EnsureUserDir(node_dir, uid, gid)) {
             slurm_verbose("autoheal: flight recorder: cannot make %s for uid %u", node_dir.c_str(),
                           static_cast<unsigned>(uid));
             return 0;

@@ -60,11 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (tree) {
         // Every reference in the tree points into it.
         for (std::size_t r = 0; r < tree->size(); ++r) {
-            const auto& n = tree->at(static_cast<autoheal::diag::DataTree::Ref>(r));
-            for (auto c : n.items) {
+            const auto ref = static_cast<autoheal::diag::DataTree::Ref>(r);
+            for (auto c : tree->ItemsOf(ref)) {
                 if (c >= tree->size()) Fail("a list item outside the tree");
             }
-            for (const auto& [k, v] : n.map) {
+            for (const auto& [k, v] : tree->MapOf(ref)) {
                 if (k >= tree->size() || v >= tree->size()) Fail("a dict item outside the tree");
             }
         }

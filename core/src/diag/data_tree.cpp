@@ -2,6 +2,7 @@
 #include "autoheal/diag/data_tree.h"
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 namespace autoheal::diag {
@@ -40,72 +41,106 @@ std::size_t Depth(std::string_view text, std::size_t limit) {
 
 bool Convert(const nlohmann::json& j, DataTree* tree, std::size_t max_nodes, Ref* out) {
     if (tree->size() >= max_nodes) return false;
-    DataTree::Node n;
     if (j.is_null()) {
-        n.kind = Kind::kNone;
+        *out = tree->AddScalar(Kind::kNone, 0);
     } else if (j.is_boolean()) {
-        n.kind = Kind::kBool;
-        n.i = j.get<bool>();
+        *out = tree->AddScalar(Kind::kBool, j.get<bool>());
     } else if (j.is_number_unsigned()) {
-        n.kind = Kind::kInt;
-        n.i = static_cast<std::int64_t>(j.get<std::uint64_t>());
+        *out = tree->AddScalar(Kind::kInt, static_cast<std::int64_t>(j.get<std::uint64_t>()));
     } else if (j.is_number_integer()) {
-        n.kind = Kind::kInt;
-        n.i = j.get<std::int64_t>();
+        *out = tree->AddScalar(Kind::kInt, j.get<std::int64_t>());
     } else if (j.is_number_float()) {
-        n.kind = Kind::kFloat;
-        n.f = j.get<double>();
+        *out = tree->AddFloat(j.get<double>());
     } else if (j.is_string()) {
-        n.kind = Kind::kString;
-        n.s = j.get_ref<const std::string&>();
+        *out = tree->AddString(Kind::kString, j.get_ref<const std::string&>());
     } else if (j.is_array()) {
-        n.kind = Kind::kList;
-    } else if (j.is_object()) {
-        n.kind = Kind::kDict;
-    } else {
-        n.kind = Kind::kBytes;  // binary values (not in JSON text)
-    }
-    const Ref r = tree->Add(std::move(n));
-    if (j.is_array()) {
+        const Ref r = tree->AddContainer(Kind::kList);
         for (const auto& item : j) {
             Ref child = 0;
             if (!Convert(item, tree, max_nodes, &child)) return false;
-            tree->mut(r).items.push_back(child);
+            tree->MutItems(r).push_back(child);
         }
+        *out = r;
     } else if (j.is_object()) {
+        const Ref r = tree->AddContainer(Kind::kDict);
         for (const auto& [key, value] : j.items()) {
-            DataTree::Node k;
-            k.kind = Kind::kString;
-            k.s = key;
-            const Ref kr = tree->Add(std::move(k));
+            const Ref k = tree->AddString(Kind::kString, key);
             Ref child = 0;
             if (!Convert(value, tree, max_nodes, &child)) return false;
-            tree->mut(r).map.emplace_back(kr, child);
+            tree->MutMap(r).emplace_back(k, child);
         }
+        *out = r;
+    } else {
+        *out = tree->AddScalar(Kind::kNone, 0);  // binary values (not in JSON text)
     }
-    *out = r;
     return true;
 }
 
 }  // namespace
 
-DataTree::Ref DataTree::FindRef(Ref dict, std::string_view key, bool* found) const {
-    *found = false;
-    if (dict >= nodes_.size() || nodes_[dict].kind != Kind::kDict) return 0;
-    for (const auto& [k, v] : nodes_[dict].map) {
-        const Node& kn = nodes_[k];
-        if (kn.kind == Kind::kString && kn.s == key) {
-            *found = true;
-            return v;
-        }
-    }
-    return 0;
+double DataTree::Float(Ref r) const {
+    if (kind(r) != Kind::kFloat) return 0;
+    double f = 0;
+    std::memcpy(&f, &nodes_[r].value, sizeof f);
+    return f;
 }
 
-const DataTree::Node* DataTree::Find(Ref dict, std::string_view key) const {
-    bool found = false;
-    const Ref r = FindRef(dict, key, &found);
-    return found ? &nodes_[r] : nullptr;
+std::string_view DataTree::Str(Ref r) const {
+    if (kind(r) != Kind::kString && kind(r) != Kind::kBytes) return {};
+    return std::string_view(strings_).substr(static_cast<std::size_t>(nodes_[r].value),
+                                             nodes_[r].aux);
+}
+
+const DataTree::Items& DataTree::ItemsOf(Ref r) const {
+    static const Items kNone;
+    return kind(r) == Kind::kList ? lists_[nodes_[r].aux] : kNone;
+}
+
+const DataTree::Map& DataTree::MapOf(Ref r) const {
+    static const Map kNone;
+    return kind(r) == Kind::kDict ? dicts_[nodes_[r].aux] : kNone;
+}
+
+bool DataTree::Find(Ref dict, std::string_view key, Ref* value) const {
+    for (const auto& [k, v] : MapOf(dict)) {
+        if (kind(k) == Kind::kString && Str(k) == key) {
+            *value = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+DataTree::Ref DataTree::AddScalar(Kind kind, std::int64_t value) {
+    nodes_.push_back(Node{kind, 0, value});
+    return static_cast<Ref>(nodes_.size() - 1);
+}
+
+DataTree::Ref DataTree::AddFloat(double f) {
+    std::int64_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    return AddScalar(Kind::kFloat, bits);
+}
+
+DataTree::Ref DataTree::AddString(Kind kind, std::string_view s) {
+    nodes_.push_back(Node{kind, static_cast<std::uint32_t>(s.size()),
+                          static_cast<std::int64_t>(strings_.size())});
+    strings_.append(s);
+    return static_cast<Ref>(nodes_.size() - 1);
+}
+
+DataTree::Ref DataTree::AddContainer(Kind kind) {
+    std::uint32_t index = 0;
+    if (kind == Kind::kDict) {
+        index = static_cast<std::uint32_t>(dicts_.size());
+        dicts_.emplace_back();
+    } else {
+        kind = Kind::kList;
+        index = static_cast<std::uint32_t>(lists_.size());
+        lists_.emplace_back();
+    }
+    nodes_.push_back(Node{kind, index, 0});
+    return static_cast<Ref>(nodes_.size() - 1);
 }
 
 Result<DataTree> ReadJsonData(std::string_view text, const DataLimits& limits) {

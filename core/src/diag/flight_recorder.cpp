@@ -17,39 +17,57 @@ namespace autoheal::diag {
 namespace {
 
 using Kind = DataTree::Kind;
-using Node = DataTree::Node;
+using Ref = DataTree::Ref;
 
-std::optional<std::int64_t> AsInt(const Node* n) {
-    if (n == nullptr) return std::nullopt;
-    if (n->kind == Kind::kInt || n->kind == Kind::kBool) return n->i;
-    if (n->kind == Kind::kString && !n->s.empty() && n->s.size() <= 19) {
-        char* end = nullptr;
-        const long long v = std::strtoll(n->s.c_str(), &end, 10);
-        if (end != nullptr && *end == '\0') return v;
+std::optional<std::int64_t> AsInt(const DataTree& tree, Ref r) {
+    const Kind kind = tree.kind(r);
+    if (kind == Kind::kInt || kind == Kind::kBool) return tree.Int(r);
+    const std::string_view s = tree.Str(r);
+    if (kind == Kind::kString && !s.empty() && s.size() <= 19) {
+        std::int64_t v = 0;
+        bool neg = s[0] == '-';
+        for (std::size_t k = neg ? 1 : 0; k < s.size(); ++k) {
+            if (s[k] < '0' || s[k] > '9') return std::nullopt;
+            v = v * 10 + (s[k] - '0');
+        }
+        return neg ? -v : v;
     }
     return std::nullopt;
 }
 
-std::string AsString(const Node* n) {
-    return n != nullptr && n->kind == Kind::kString ? n->s : std::string();
+std::string AsString(const DataTree& tree, Ref r) {
+    return tree.kind(r) == Kind::kString ? std::string(tree.Str(r)) : std::string();
+}
+
+// `key`'s value in `dict`, read by `read` when present.
+template <typename T, typename Fn>
+T Get(const DataTree& tree, Ref dict, std::string_view key, T fallback, Fn read) {
+    Ref v = 0;
+    return tree.Find(dict, key, &v) ? read(v) : fallback;
+}
+
+std::int64_t IntAt(const DataTree& tree, Ref dict, std::string_view key, std::int64_t fallback) {
+    return Get(tree, dict, key, fallback, [&](Ref v) { return AsInt(tree, v).value_or(fallback); });
+}
+
+std::string StringAt(const DataTree& tree, Ref dict, std::string_view key) {
+    return Get(tree, dict, key, std::string(), [&](Ref v) { return AsString(tree, v); });
 }
 
 // A list of ints written as "[0, 1, 2]" (pg_config's ranks) or as a list.
-std::vector<int> RankList(const DataTree& tree, const Node* n) {
+std::vector<int> RankList(const DataTree& tree, Ref r) {
     std::vector<int> out;
-    if (n == nullptr) return out;
-    if (n->kind == Kind::kList) {
-        for (DataTree::Ref r : n->items) {
-            if (auto v = AsInt(&tree.at(r)); v && *v >= 0 && *v < (1 << 30)) {
+    if (tree.kind(r) == Kind::kList) {
+        for (Ref item : tree.ItemsOf(r)) {
+            if (auto v = AsInt(tree, item); v && *v >= 0 && *v < (1 << 30)) {
                 out.push_back(static_cast<int>(*v));
             }
         }
         return out;
     }
-    if (n->kind != Kind::kString) return out;
     long long v = -1;
     bool digits = false;
-    for (char c : n->s) {
+    for (char c : tree.Str(r)) {
         if (c >= '0' && c <= '9') {
             v = (digits ? v : 0) * 10 + (c - '0');
             digits = true;
@@ -64,101 +82,102 @@ std::vector<int> RankList(const DataTree& tree, const Node* n) {
 }
 
 // Sizes as compact text ("[[1024,1024]]"), at most three levels and 256 bytes.
-void SizesText(const DataTree& tree, const Node& n, int depth, std::string* out) {
+void SizesText(const DataTree& tree, Ref r, int depth, std::string* out) {
     if (out->size() > 256) return;
-    if (n.kind == Kind::kInt) {
-        *out += std::to_string(n.i);
+    if (tree.kind(r) == Kind::kInt) {
+        *out += std::to_string(tree.Int(r));
         return;
     }
-    if (n.kind != Kind::kList || depth > 3) {
+    if (tree.kind(r) != Kind::kList || depth > 3) {
         *out += "?";
         return;
     }
     *out += "[";
-    for (std::size_t k = 0; k < n.items.size(); ++k) {
+    const auto& items = tree.ItemsOf(r);
+    for (std::size_t k = 0; k < items.size(); ++k) {
         if (k) *out += ",";
-        SizesText(tree, tree.at(n.items[k]), depth + 1, out);
+        SizesText(tree, items[k], depth + 1, out);
     }
     *out += "]";
 }
 
 // One pass over the entry's keys (a dump holds up to thousands of entries of some 20 keys).
-FrEntry ReadEntry(const DataTree& tree, DataTree::Ref e) {
+FrEntry ReadEntry(const DataTree& tree, Ref e) {
     FrEntry out;
-    const Node& dict = tree.at(e);
-    if (dict.kind != Kind::kDict) return out;
-    for (const auto& [k, v] : dict.map) {
-        const Node& key = tree.at(k);
-        if (key.kind != Kind::kString) continue;
-        const Node* value = &tree.at(v);
-        const std::string& name = key.s;
+    for (const auto& [k, v] : tree.MapOf(e)) {
+        if (tree.kind(k) != Kind::kString) continue;
+        const std::string_view name = tree.Str(k);
         if (name == "record_id") {
-            out.record_id = AsInt(value).value_or(0);
+            out.record_id = AsInt(tree, v).value_or(0);
         } else if (name == "pg_id") {
-            out.pg_id = AsInt(value).value_or(0);
+            out.pg_id = AsInt(tree, v).value_or(0);
         } else if (name == "process_group") {
-            if (value->kind == Kind::kList && !value->items.empty()) {
-                out.pg_name = AsString(&tree.at(value->items[0]));
-            }
+            const auto& items = tree.ItemsOf(v);
+            if (!items.empty()) out.pg_name = AsString(tree, items[0]);
         } else if (name == "collective_seq_id") {
-            out.collective_seq_id = AsInt(value).value_or(0);
+            out.collective_seq_id = AsInt(tree, v).value_or(0);
         } else if (name == "p2p_seq_id") {
-            out.p2p_seq_id = AsInt(value).value_or(0);
+            out.p2p_seq_id = AsInt(tree, v).value_or(0);
         } else if (name == "op_id") {
-            out.op_id = AsInt(value).value_or(0);
+            out.op_id = AsInt(tree, v).value_or(0);
         } else if (name == "profiling_name") {
-            out.profiling_name = AsString(value);
+            out.profiling_name = AsString(tree, v);
         } else if (name == "state") {
-            out.state = AsString(value);
+            out.state = AsString(tree, v);
         } else if (name == "time_created_ns") {
-            out.time_created_ns = AsInt(value).value_or(0);
+            out.time_created_ns = AsInt(tree, v).value_or(0);
         } else if (name == "is_p2p") {
-            out.is_p2p = AsInt(value).value_or(0) != 0;
+            out.is_p2p = AsInt(tree, v).value_or(0) != 0;
         } else if (name == "input_sizes") {
-            SizesText(tree, *value, 0, &out.input_sizes);
+            SizesText(tree, v, 0, &out.input_sizes);
         }
     }
     return out;
 }
 
 Result<FrDump> ReadDump(const DataTree& tree) {
-    const DataTree::Ref root = tree.root();
-    if (tree.at(root).kind != Kind::kDict) {
+    const Ref root = tree.root();
+    if (tree.kind(root) != Kind::kDict) {
         return MakeError(ErrorCode::kInvalid, "not a flight recorder dump: not a dict");
     }
     FrDump dump;
-    dump.version = AsString(tree.Find(root, "version"));
-    const Node* entries = tree.Find(root, "entries");
-    if (dump.version.empty() && entries == nullptr) {
+    dump.version = StringAt(tree, root, "version");
+    Ref entries = 0;
+    const bool has_entries = tree.Find(root, "entries", &entries);
+    if (dump.version.empty() && !has_entries) {
         return MakeError(ErrorCode::kInvalid,
                          "not a flight recorder dump: no version and no entries");
     }
-    if (const Node* config = tree.Find(root, "pg_config"); config && config->kind == Kind::kDict) {
-        for (const auto& [k, v] : config->map) {
+    Ref config = 0;
+    if (tree.Find(root, "pg_config", &config)) {
+        for (const auto& [k, v] : tree.MapOf(config)) {
             FrProcessGroup pg;
-            pg.name = AsString(tree.Find(v, "name"));
-            if (pg.name.empty()) pg.name = AsString(&tree.at(k));
-            pg.desc = AsString(tree.Find(v, "desc"));
-            pg.ranks = RankList(tree, tree.Find(v, "ranks"));
+            pg.name = StringAt(tree, v, "name");
+            if (pg.name.empty()) pg.name = AsString(tree, k);
+            pg.desc = StringAt(tree, v, "desc");
+            Ref ranks = 0;
+            if (tree.Find(v, "ranks", &ranks)) pg.ranks = RankList(tree, ranks);
             dump.pg_config[pg.name] = std::move(pg);
         }
     }
-    if (const Node* status = tree.Find(root, "pg_status"); status && status->kind == Kind::kDict) {
-        for (const auto& [k, v] : status->map) {
-            auto id = AsInt(&tree.at(k));
+    Ref status = 0;
+    if (tree.Find(root, "pg_status", &status)) {
+        for (const auto& [k, v] : tree.MapOf(status)) {
+            auto id = AsInt(tree, k);
             if (!id) continue;
             FrPgStatus s;
-            s.last_enqueued = AsInt(tree.Find(v, "last_enqueued_collective")).value_or(-1);
-            s.last_started = AsInt(tree.Find(v, "last_started_collective")).value_or(-1);
-            s.last_completed = AsInt(tree.Find(v, "last_completed_collective")).value_or(-1);
+            s.last_enqueued = IntAt(tree, v, "last_enqueued_collective", -1);
+            s.last_started = IntAt(tree, v, "last_started_collective", -1);
+            s.last_completed = IntAt(tree, v, "last_completed_collective", -1);
             dump.pg_status[*id] = s;
         }
     }
-    if (entries != nullptr && entries->kind == Kind::kList) {
-        const std::size_t n = std::min(entries->items.size(), kMaxFrEntries);
+    if (has_entries) {
+        const auto& items = tree.ItemsOf(entries);
+        const std::size_t n = std::min(items.size(), kMaxFrEntries);
         dump.entries.reserve(n);
-        for (std::size_t k = entries->items.size() - n; k < entries->items.size(); ++k) {
-            dump.entries.push_back(ReadEntry(tree, entries->items[k]));
+        for (std::size_t k = items.size() - n; k < items.size(); ++k) {
+            dump.entries.push_back(ReadEntry(tree, items[k]));
         }
     }
     return dump;

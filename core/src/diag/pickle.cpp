@@ -114,27 +114,28 @@ class PickleReader {
         return true;
     }
 
-    bool Push(DataTree::Node node, std::size_t at) {
-        if (tree_.size() >= limits_.max_nodes) return Bad(at, "more than the node limit");
-        stack_.push_back(tree_.Add(std::move(node)));
+    bool Room(std::size_t at) {
+        return tree_.size() < limits_.max_nodes || Bad(at, "more than the node limit");
+    }
+    bool PushInt(std::int64_t v, std::size_t at, Kind kind = Kind::kInt) {
+        if (!Room(at)) return false;
+        stack_.push_back(tree_.AddScalar(kind, v));
         return true;
     }
-    bool PushInt(std::int64_t v, std::size_t at) {
-        DataTree::Node n;
-        n.kind = Kind::kInt;
-        n.i = v;
-        return Push(std::move(n), at);
+    bool PushFloat(double f, std::size_t at) {
+        if (!Room(at)) return false;
+        stack_.push_back(tree_.AddFloat(f));
+        return true;
     }
     bool PushString(std::string_view s, Kind kind, std::size_t at) {
-        DataTree::Node n;
-        n.kind = kind;
-        n.s.assign(s);
-        return Push(std::move(n), at);
+        if (!Room(at)) return false;
+        stack_.push_back(tree_.AddString(kind, s));
+        return true;
     }
     bool PushEmpty(Kind kind, std::size_t at) {
-        DataTree::Node n;
-        n.kind = kind;
-        return Push(std::move(n), at);
+        if (!Room(at)) return false;
+        stack_.push_back(kind == Kind::kNone ? tree_.AddScalar(kind, 0) : tree_.AddContainer(kind));
+        return true;
     }
     // The items above the topmost MARK, removed with the mark.
     bool PopMark(std::vector<Ref>* items, std::size_t at) {
@@ -151,14 +152,14 @@ class PickleReader {
         return true;
     }
     bool Append(Ref target, const std::vector<Ref>& items, std::size_t at) {
-        DataTree::Node& t = tree_.mut(target);
-        if (t.kind == Kind::kList) {
-            t.items.insert(t.items.end(), items.begin(), items.end());
-        } else if (t.kind == Kind::kDict) {
+        if (tree_.kind(target) == Kind::kList) {
+            auto& list = tree_.MutItems(target);
+            list.insert(list.end(), items.begin(), items.end());
+        } else if (tree_.kind(target) == Kind::kDict) {
             if (items.size() % 2 != 0) return Bad(at, "odd number of dict items");
-            for (std::size_t k = 0; k < items.size(); k += 2) {
-                t.map.emplace_back(items[k], items[k + 1]);
-            }
+            auto& map = tree_.MutMap(target);
+            for (std::size_t k = 0; k < items.size(); k += 2)
+                map.emplace_back(items[k], items[k + 1]);
         } else {
             return Bad(at, "items added to a value that is not a list, set or dict");
         }
@@ -224,12 +225,12 @@ class PickleReader {
         return PushString(s, kind, at);
     }
     bool Tuple(std::size_t n, std::size_t at) {
-        if (!Top(n, at)) return false;
-        DataTree::Node t;
-        t.kind = Kind::kList;
-        t.items.assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
+        if (!Top(n, at) || !Room(at)) return false;
+        const Ref t = tree_.AddContainer(Kind::kList);
+        tree_.MutItems(t).assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
         stack_.resize(stack_.size() - n);
-        return Push(std::move(t), at);
+        stack_.push_back(t);
+        return true;
     }
 
     bool Step(unsigned char op, std::size_t at);
@@ -240,6 +241,7 @@ class PickleReader {
     DataTree tree_;
     std::vector<Ref> stack_;
     std::vector<std::size_t> marks_;
+    std::vector<Ref> scratch_;
     static constexpr Ref kUnset = ~Ref{0};
     std::vector<Ref> memo_;
     std::unordered_map<std::uint64_t, Ref> sparse_memo_;
@@ -250,7 +252,8 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
     std::string_view arg;
     std::uint64_t u = 0;
     std::int64_t v = 0;
-    std::vector<Ref> items;
+    std::vector<Ref>& items = scratch_;
+    items.clear();
     switch (op) {
         case 0x80:  // PROTO
             return Uint(1, &u) ? (u <= 5 || Bad(at, "protocol " + std::to_string(u)))
@@ -274,20 +277,11 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
         case 'N':
             return PushEmpty(Kind::kNone, at);
         case 0x88:
-        case 0x89: {  // NEWTRUE, NEWFALSE
-            DataTree::Node n;
-            n.kind = Kind::kBool;
-            n.i = op == 0x88;
-            return Push(std::move(n), at);
-        }
+        case 0x89:  // NEWTRUE, NEWFALSE
+            return PushInt(op == 0x88, at, Kind::kBool);
         case 'I':  // INT: decimal text, or 00/01 for False/True
             if (!Line(&arg)) return Bad(at, "truncated");
-            if (arg == "00" || arg == "01") {
-                DataTree::Node n;
-                n.kind = Kind::kBool;
-                n.i = arg == "01";
-                return Push(std::move(n), at);
-            }
+            if (arg == "00" || arg == "01") return PushInt(arg == "01", at, Kind::kBool);
             return Decimal(arg, &v) ? PushInt(v, at) : Bad(at, "bad INT");
         case 'L':  // LONG: decimal text with an L
             if (!Line(&arg)) return Bad(at, "truncated");
@@ -305,21 +299,16 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
         case 0x8b:  // LONG4
             if (!Uint(4, &u)) return Bad(at, "truncated");
             return LongBytes(u, at);
-        case 'F': {  // FLOAT: text
+        case 'F':  // FLOAT: text
             if (!Line(&arg) || arg.size() > 64) return Bad(at, "bad FLOAT");
-            DataTree::Node n;
-            n.kind = Kind::kFloat;
-            n.f = std::strtod(std::string(arg).c_str(), nullptr);
-            return Push(std::move(n), at);
-        }
+            return PushFloat(std::strtod(std::string(arg).c_str(), nullptr), at);
         case 'G': {  // BINFLOAT: 8 bytes big-endian
             if (!Take(8, &arg)) return Bad(at, "truncated");
             std::uint64_t bits = 0;
             for (char c : arg) bits = (bits << 8) | static_cast<unsigned char>(c);
-            DataTree::Node n;
-            n.kind = Kind::kFloat;
-            std::memcpy(&n.f, &bits, sizeof n.f);
-            return Push(std::move(n), at);
+            double f = 0;
+            std::memcpy(&f, &bits, sizeof f);
+            return PushFloat(f, at);
         }
         case 'S':  // STRING: a quoted repr, kept without its quotes
             if (!Line(&arg)) return Bad(at, "truncated");
@@ -373,11 +362,8 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
         case 't':    // TUPLE
         case 0x91:   // FROZENSET
         case 'd': {  // DICT
-            if (!PopMark(&items, at)) return false;
-            DataTree::Node n;
-            n.kind = op == 'd' ? Kind::kDict : Kind::kList;
-            const Ref r = tree_.Add(std::move(n));
-            if (tree_.size() > limits_.max_nodes) return Bad(at, "more than the node limit");
+            if (!PopMark(&items, at) || !Room(at)) return false;
+            const Ref r = tree_.AddContainer(op == 'd' ? Kind::kDict : Kind::kList);
             stack_.push_back(r);
             return Append(r, items, at);
         }

@@ -32,34 +32,47 @@ class DataTree {
   public:
     enum class Kind : std::uint8_t { kNone, kBool, kInt, kFloat, kString, kBytes, kList, kDict };
     using Ref = std::uint32_t;
-    struct Node {
-        Kind kind = Kind::kNone;
-        std::int64_t i = 0;  // kBool (0/1), kInt (an int beyond 64 bits is refused)
-        double f = 0;
-        std::string s;                         // kString (UTF-8 as written), kBytes
-        std::vector<Ref> items;                // kList (lists, tuples, sets)
-        std::vector<std::pair<Ref, Ref>> map;  // kDict, in the order written
-    };
+    using Items = std::vector<Ref>;                // kList (lists, tuples, sets)
+    using Map = std::vector<std::pair<Ref, Ref>>;  // kDict, in the order written
 
     Ref root() const { return root_; }
-    const Node& at(Ref r) const { return nodes_[r]; }
     std::size_t size() const { return nodes_.size(); }
-
-    // The value of `key` (a string) in the dict `r`; nullptr when `r` is no dict or lacks it.
-    const Node* Find(Ref dict, std::string_view key) const;
-    Ref FindRef(Ref dict, std::string_view key, bool* found) const;
-
-    // Builders, for the readers.
-    Ref Add(Node node) {
-        nodes_.push_back(std::move(node));
-        return static_cast<Ref>(nodes_.size() - 1);
+    Kind kind(Ref r) const { return nodes_[r].kind; }
+    // kInt and kBool (0/1); 0 for other kinds (an int beyond 64 bits is refused by the readers).
+    std::int64_t Int(Ref r) const {
+        return kind(r) == Kind::kInt || kind(r) == Kind::kBool ? nodes_[r].value : 0;
     }
-    Node& mut(Ref r) { return nodes_[r]; }
-    void Reserve(std::size_t n) { nodes_.reserve(n); }
+    double Float(Ref r) const;
+    // kString (UTF-8 as written) and kBytes; empty for other kinds.
+    std::string_view Str(Ref r) const;
+    // kList's items, kDict's pairs; empty for other kinds.
+    const Items& ItemsOf(Ref r) const;
+    const Map& MapOf(Ref r) const;
+
+    // The value of `key` (a string) in the dict `dict`; false when it is no dict or lacks it.
+    bool Find(Ref dict, std::string_view key, Ref* value) const;
+
+    // Builders, for the readers. A string is copied into the tree.
+    Ref AddScalar(Kind kind, std::int64_t value);
+    Ref AddFloat(double value);
+    Ref AddString(Kind kind, std::string_view s);
+    Ref AddContainer(Kind kind);  // kList or kDict, empty
+    Items& MutItems(Ref r) { return lists_[nodes_[r].aux]; }
+    Map& MutMap(Ref r) { return dicts_[nodes_[r].aux]; }
     void set_root(Ref r) { root_ = r; }
+    void Reserve(std::size_t n) { nodes_.reserve(n); }
 
   private:
+    // 16 bytes a value: one dump holds hundreds of thousands of them.
+    struct Node {
+        Kind kind = Kind::kNone;
+        std::uint32_t aux = 0;   // a string's length; a container's index in lists_/dicts_
+        std::int64_t value = 0;  // an int or bool; a float's bits; a string's offset in strings_
+    };
     std::vector<Node> nodes_;
+    std::string strings_;
+    std::vector<Items> lists_;
+    std::vector<Map> dicts_;
     Ref root_ = 0;
 };
 
