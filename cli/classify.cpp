@@ -1,6 +1,7 @@
 // autoheal classify: diagnose logs. Exit 0 whenever the input could be read (even when nothing
 // was found), 1 when an input or the rules could not be used, 2 on usage errors.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "autoheal/core/escape.h"
+#include "autoheal/core/files.h"
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/flight_recorder.h"
 #include "autoheal/diag/scanner.h"
 #include "autoheal/diag/taxonomy.h"
 #include "cli_common.h"
@@ -19,9 +22,12 @@ namespace {
 
 constexpr const char* kClassifyUsage =
     "usage: autoheal classify [--json] [--explain] [--node NAME] [--job ID] [--history FILE]\n"
-    "                         [--rules PATH]... [--threads N] [FILE... | -]\n"
+    "                         [--rules PATH]... [--threads N] [FILE... | DIR... | -]\n"
     "  Reads the logs (standard input when none or '-'), names the interruption cause, the\n"
-    "  culprit and the plan. --explain: every rule that fired, its evidence lines and the\n"
+    "  culprit and the plan. PyTorch NCCL flight recorder dumps (pickle or JSON, one file per\n"
+    "  rank named <prefix><rank>, or a folder of them, one subfolder per node) are read as\n"
+    "  data and compared: the rank behind the collective the others wait in. --explain: every rule "
+    "that fired, its evidence lines and the\n"
     "  documentation the rule comes from. --history: JSON lines of earlier incidents\n"
     "  {\"time\": EPOCH_SECONDS, \"node\":..., \"gpu\":..., \"rule\":..., \"job\":...} for "
     "escalation.\n"
@@ -162,6 +168,40 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
     }
 }
 
+// A flight recorder dump among the inputs: a folder (its dumps), or a file named <prefix><rank>
+// that starts as a pickle (0x80) or a JSON object and reads as a dump. False: a log to scan.
+// An unreadable dump is an error (`problem`).
+bool ReadDumpInput(const std::string& path, diag::FrFolder* fr, std::string* problem) {
+    struct stat st {};
+    if (path == "-" || ::stat(path.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) {
+        diag::FrFolder folder = diag::ReadFrFolder(path);
+        if (folder.dumps.empty() && folder.problems.empty()) {
+            *problem = path + ": a folder without flight recorder dumps (<prefix><rank>)";
+        }
+        for (const std::string& p : folder.problems) *problem += (problem->empty() ? "" : "; ") + p;
+        for (auto& d : folder.dumps) fr->dumps.push_back(std::move(d));
+        fr->rank_nodes.merge(folder.rank_nodes);
+        return true;
+    }
+    const std::string name = path.substr(path.rfind('/') + 1);
+    const auto rank = diag::FrRankFromFileName(name);
+    if (!rank) return false;
+    auto bytes = ReadSmallFile(path, 256u << 20);
+    if (!bytes || bytes->empty()) return false;
+    const auto first = static_cast<unsigned char>((*bytes)[0]);
+    if (first != 0x80 && first != '{') return false;
+    auto dump = diag::ParseFrDump(*bytes);
+    if (!dump) {
+        if (first == '{') return false;  // JSON of another kind: read as a log
+        *problem = path + ": " + dump.error();
+        return true;
+    }
+    dump->rank = *rank;
+    fr->dumps.push_back(std::move(*dump));
+    return true;
+}
+
 }  // namespace
 
 int Classify(const std::vector<std::string>& args) {
@@ -224,25 +264,43 @@ int Classify(const std::vector<std::string>& args) {
     }
     auto rules = LoadRulesOrComplain(rule_paths);
     if (!rules) return 1;
-    auto scanner = diag::Scanner::Build(rules->signatures, limits);
-    if (!scanner) {
-        std::fprintf(stderr, "autoheal: classify: %s\n", scanner.error().c_str());
-        return 1;
-    }
+    // Dumps first: a run of dumps alone needs no scanner (building it costs most of a second).
     diag::EvidenceSet set;
+    diag::FrFolder fr;
+    std::vector<std::string> logs;
     for (const std::string& input : inputs) {
-        int fd = input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            std::fprintf(stderr, "autoheal: classify: %s: cannot open: %s\n", input.c_str(),
-                         std::strerror(errno));
+        std::string problem;
+        const bool dump = ReadDumpInput(input, &fr, &problem);
+        if (!problem.empty()) {
+            std::fprintf(stderr, "autoheal: classify: %s\n", EscapeControl(problem).c_str());
             return 1;
         }
-        auto r = (*scanner)->ScanFd(fd, input == "-" ? "<stdin>" : input, &set);
-        if (fd != STDIN_FILENO) close(fd);
-        if (!r) {
-            std::fprintf(stderr, "autoheal: classify: %s\n", r.error().c_str());
+        if (!dump) logs.push_back(input);
+    }
+    if (!logs.empty()) {
+        auto scanner = diag::Scanner::Build(rules->signatures, limits);
+        if (!scanner) {
+            std::fprintf(stderr, "autoheal: classify: %s\n", scanner.error().c_str());
             return 1;
         }
+        for (const std::string& input : logs) {
+            int fd = input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                std::fprintf(stderr, "autoheal: classify: %s: cannot open: %s\n", input.c_str(),
+                             std::strerror(errno));
+                return 1;
+            }
+            auto r = (*scanner)->ScanFd(fd, input == "-" ? "<stdin>" : input, &set);
+            if (fd != STDIN_FILENO) close(fd);
+            if (!r) {
+                std::fprintf(stderr, "autoheal: classify: %s\n", r.error().c_str());
+                return 1;
+            }
+        }
+    }
+    if (!fr.dumps.empty()) {
+        diag::AddFlightRecorderEvidence(diag::AnalyzeFlightRecorder(fr.dumps), fr.rank_nodes,
+                                        "flight-recorder", &set);
     }
     diag::Analyze(&set);
     diag::Diagnosis d = diag::Diagnose(*rules, set, options);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the log classifier benchmark (bench/classify_bench.sh: `autoheal classify` against
-# ripgrep with the same patterns, on a generated 1 GiB log), the prolog's overhead, the time from
+# ripgrep with the same patterns, on a generated 1 GiB log), the flight recorder analysis of a
+# 1,024-rank job's dumps against Python's unpickler (bench/fr_bench.sh), the prolog's overhead, the time from
 # a job's failure to its rerun with autoheal and with Slurm's own requeue (bench/requeue_bench.sh,
 # a local cluster with stock timing, about 3 minutes), autoheal-agent's fault-to-rerun time
 # against a hung job's own time limit and its idle cost (bench/agent_bench.sh), the submit throughput with and without the
@@ -15,6 +16,9 @@ rc=0
 
 echo "== classify_bench"
 "$repo/bench/classify_bench.sh" "$build_dir" || rc=1
+
+echo "== fr_bench"
+"$repo/bench/fr_bench.sh" "$build_dir" || rc=1
 
 echo "== prolog_bench"
 "$repo/bench/prolog_bench.sh" "$build_dir" || rc=1

@@ -36,6 +36,7 @@ all_fuzzers=(
     fuzz_resume_record:resume      # state_dir/jobs/<job>/resume.json
     fuzz_job_records:job_records   # node reports and decision records
     fuzz_quarantine:quarantine     # the quarantine file
+    fuzz_flight_recorder:flight_recorder  # PyTorch flight recorder dumps (pickle, JSON)
 )
 fuzzers=()
 if [ $# -eq 0 ]; then

@@ -84,6 +84,13 @@ AUTOHEAL_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
                                [&] { return spank::ExportRestartCount(sp); });
 }
 
+AUTOHEAL_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char** av) {
+    using namespace autoheal;
+    if (spank_context() != S_CTX_REMOTE) return 0;
+    return plugin::CallGuarded("task_init_privileged", 0, spank::LogGuardFailure,
+                               [&] { return spank::SetFlightRecorderEnv(sp); });
+}
+
 AUTOHEAL_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     using namespace autoheal;
     return plugin::CallGuarded("init_post_opt", 0, spank::LogGuardFailure,

@@ -7,6 +7,8 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
+#include <string>
+
 #include "autoheal/core/job_options.h"
 #include "autoheal/core/plugin_args.h"
 
@@ -31,10 +33,16 @@ int RegisterOptions(spank_t sp);
 // zeroed 256 KiB buffer.
 int RecordJobControlEnv(spank_t sp);
 
+// autoheal.yaml's state_dir (its default when unset), found as the programs find the file.
+std::string StateDir();
+
 // Remote context, as the job user (slurm_spank_user_init): exports the resume variables
 // (spank_task.cpp).
 int ExportResumeEnv(spank_t sp);
 // Remote context, in each task (slurm_spank_task_init): AUTOHEAL_RESTART_COUNT.
 int ExportRestartCount(spank_t sp);
+// Remote context, in each task as root (slurm_spank_task_init_privileged): PyTorch's flight
+// recorder for --auto-resume jobs (spank_flight_recorder.cpp).
+int SetFlightRecorderEnv(spank_t sp);
 
 }  // namespace autoheal::spank

@@ -43,15 +43,23 @@ std::string SelfPath() {
     return info.dli_fname;
 }
 
-// AUTOHEAL_LAST_FAILURE / AUTOHEAL_EXCLUDED_NODES from the controller epilog's record.
-void ExportLastFailure(spank_t sp) {
-    uint32_t job_id = 0;
-    if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0) return;
+}  // namespace
+
+std::string StateDir() {
     // Only state_dir is needed, read without a YAML parser: sbatch loads this plugin at every
     // submission, and yaml-cpp with the C++ runtime it pulls in would slow each one down.
     std::string state_dir =
         ScanConfigStateDir(FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfPath()));
-    if (state_dir.empty()) state_dir = kDefaultStateDir;
+    return state_dir.empty() ? std::string(kDefaultStateDir) : state_dir;
+}
+
+namespace {
+
+// AUTOHEAL_LAST_FAILURE / AUTOHEAL_EXCLUDED_NODES from the controller epilog's record.
+void ExportLastFailure(spank_t sp) {
+    uint32_t job_id = 0;
+    if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0) return;
+    const std::string state_dir = StateDir();
     // Read as the job user; absent when autoheal never requeued the job.
     auto text = ReadSmallFile(ResumeRecordPath(state_dir, std::to_string(job_id)), 65536);
     if (!text) return;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "autoheal/core/escape.h"
+#include "autoheal/diag/flight_recorder.h"
 #include "autoheal/diag/taxonomy.h"
 
 namespace autoheal::remediation {
@@ -67,6 +68,14 @@ NodeVerdict DiagnoseEvidence(const DecisionInput& in, const std::string& node,
     v.diagnosis = diag::Diagnose(*in.rules, v.evidence, options);
     if (v.diagnosis.culprit.node.empty()) v.diagnosis.culprit.node = node;
     return v;
+}
+
+// The flight recorder's culprit among a diagnosis's evidence, when its rule decided on it.
+const diag::Evidence* FlightRecorderCulprit(const diag::Diagnosis& d) {
+    for (const diag::Evidence& e : d.evidence) {
+        if (e.signature == diag::kFrCulpritSignature) return &e;
+    }
+    return nullptr;
 }
 
 // A line of evidence quoted in the summary (and so in the explanation, the AdminComment and the
@@ -166,6 +175,8 @@ bool DecideCause(JobDecision* decision) {
         if (!named.empty() && BlamesNode(out.job_output->diagnosis))
             AddUnique(&out.culprits, named);
     }
+    const diag::Evidence* fr =
+        deciding != nullptr ? FlightRecorderCulprit(deciding->diagnosis) : nullptr;
     if (deciding == nullptr) {
         // Nothing on any node or in the output: the strongest finding anywhere, if any.
         for (const NodeVerdict& v : out.verdicts) {
@@ -189,6 +200,13 @@ bool DecideCause(JobDecision* decision) {
         out.summary = out.cause + (where.empty() ? "" : " on " + where);
         const std::string ev = DescribeEvidence(d);
         if (!ev.empty()) out.summary += " (" + ev + ")";
+        if (fr != nullptr) {
+            // "nccl hang: rank 13 on node7 never entered ALLREDUCE #80078 (pg 0)"
+            out.summary = "nccl hang: " + ShortText(fr->text, 160);
+            if (!d.culprit.node.empty() && d.culprit.node == fr->Field("host")) {
+                AddUnique(&out.suspects, d.culprit.node);
+            }
+        }
     }
     // A user bug seen in the job's output outranks infrastructure hints that blame no node.
     if (out.culprits.empty() && out.job_output && IsJobsOwn(out.job_output->diagnosis.cause)) {
@@ -395,14 +413,16 @@ int StalledRequeues(const JobFacts& job) {
 void DecideRequeue(const DecisionInput& in, bool requeue_by_rule, JobDecision* decision) {
     JobDecision& out = *decision;
     out.exclude = in.job.excluded;
-    for (const std::string& c : out.culprits) AddUnique(&out.exclude, c);
+    std::vector<std::string> left_out = out.culprits;
+    for (const std::string& s : out.suspects) AddUnique(&left_out, s);
+    for (const std::string& c : left_out) AddUnique(&out.exclude, c);
     const bool infra = IsInfrastructure(out.cause);
     const int cap = in.job.auto_resume.value_or(0);
     const std::string restarts =
         std::to_string(in.job.restart_count + 1) + "/" + std::to_string(cap);
-    const std::string excluded_words = out.culprits.empty() ? std::string() : "; excluded " + [&] {
+    const std::string excluded_words = left_out.empty() ? std::string() : "; excluded " + [&] {
         std::string s;
-        for (const std::string& c : out.culprits) s += (s.empty() ? "" : ",") + c;
+        for (const std::string& c : left_out) s += (s.empty() ? "" : ",") + c;
         return s;
     }();
     if (!in.job.failed) {

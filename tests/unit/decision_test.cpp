@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "autoheal/diag/flight_recorder.h"
 #include "diag_test_util.h"
 
 namespace autoheal::remediation {
@@ -239,6 +240,65 @@ TEST_F(DecisionTest, NcclTimeoutsAloneBlameNoNode) {
     JobDecision d = Decide(in_);
     EXPECT_THAT(d.culprits, IsEmpty());
     EXPECT_THAT(d.plans, IsEmpty());
+}
+
+// What the batch host's epilog adds to the job's output evidence from the run's flight recorder
+// dumps (node_epilog/collect.cpp): the culprit rank 13 on `host`, 1,023 ranks waiting.
+diag::EvidenceSet FlightRecorderEvidence(diag::FrFinding::Kind kind, const std::string& host) {
+    diag::FrFinding f;
+    f.kind = kind;
+    f.pg_id = 0;
+    f.seq = 80078;
+    f.op = "nccl:all_reduce";
+    f.other_op = "nccl:broadcast";
+    f.ranks = {13};
+    f.why = "never-entered";
+    f.waiting = 1023;
+    f.members = 1024;
+    diag::EvidenceSet set;
+    diag::AddFlightRecorderEvidence({f}, {{13, host}}, "flight-recorder", &set);
+    return set;
+}
+
+TEST_F(DecisionTest, AFlightRecorderCulpritIsLeftOutOfTheRerunWithNoNodeAction) {
+    Report("node1").job_output_read = true;
+    Report("node1").job_output = FlightRecorderEvidence(diag::FrFinding::Kind::kHang, "node3");
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.cause, "nccl_timeout");
+    EXPECT_EQ(d.rule, "nccl-flight-recorder-culprit");
+    EXPECT_THAT(d.culprits, IsEmpty());
+    EXPECT_THAT(d.suspects, ElementsAre("node3"));
+    EXPECT_THAT(d.plans, IsEmpty());
+    EXPECT_TRUE(d.requeue);
+    EXPECT_THAT(d.exclude, ElementsAre("node3"));
+    EXPECT_EQ(d.explanation,
+              "autoheal: requeued 1/3 after nccl hang: rank 13 on node3 never entered ALLREDUCE "
+              "#80078 (pg 0); excluded node3");
+}
+
+TEST_F(DecisionTest, AFlightRecorderNamingANodeOutsideTheJobExcludesNothing) {
+    Report("node1").job_output_read = true;
+    Report("node1").job_output = FlightRecorderEvidence(diag::FrFinding::Kind::kHang, "login1");
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.rule, "nccl-flight-recorder-culprit");
+    EXPECT_THAT(d.suspects, IsEmpty());
+    EXPECT_THAT(d.exclude, IsEmpty());
+    EXPECT_THAT(d.explanation, HasSubstr("after nccl hang: rank 13 on login1 never entered"));
+    EXPECT_THAT(d.explanation, ::testing::Not(HasSubstr("excluded")));
+}
+
+TEST_F(DecisionTest, AFlightRecorderDesyncIsTheJobsOwnBug) {
+    Report("node1").job_output_read = true;
+    Report("node1").job_output = FlightRecorderEvidence(diag::FrFinding::Kind::kDesync, "node3");
+    JobDecision d = Decide(in_);
+    EXPECT_EQ(d.cause, "user_error");
+    EXPECT_FALSE(d.requeue);
+    EXPECT_THAT(d.suspects, IsEmpty());
+    EXPECT_THAT(d.exclude, IsEmpty());
+    EXPECT_THAT(d.plans, IsEmpty());
+    EXPECT_EQ(d.outcome, "own");
+    EXPECT_THAT(d.explanation, HasSubstr("not requeued: the job failed by itself (user_error: rank "
+                                         "13 ran BROADCAST where the other ranks ran ALLREDUCE"));
 }
 
 TEST_F(DecisionTest, PythonExceptionIsNotRequeued) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autoheal/core/flight_recorder_env.h"
 #include "diag_test_util.h"
 #include "epilog_test_env.h"
 
@@ -170,6 +171,27 @@ TEST_F(NodeEpilogTest, TheBatchHostReadsTheJobsOutput) {
     NodeEvidence other;
     CollectJobOutput(NodeEnv("node2"), slurm, &other);
     EXPECT_FALSE(other.report.job_output_read);
+}
+
+// The run's flight recorder dumps, in the folders the SPANK plugin makes (one per node), are read
+// on the batch host with the job's output: the culprit rank and its node join the output's
+// evidence, and an unreadable dump is noted, never fatal.
+TEST_F(NodeEpilogTest, TheBatchHostReadsTheRunsFlightRecorderDumps) {
+    FailedJob(77, {"node1", "node2"});
+    std::ofstream(dir / "slurm-77.out") << "step 5\n";
+    const fs::path fr = FlightRecorderDir(config.state_dir, "77", 0);
+    fs::create_directories(fr);
+    fs::copy(fs::path(AUTOHEAL_SOURCE_DIR) / "tests/fixtures/flight_recorder/hang", fr,
+             fs::copy_options::recursive);
+    fs::copy_file(
+        fs::path(AUTOHEAL_SOURCE_DIR) / "tests/fixtures/flight_recorder/evil" / "nccl_trace_rank_0",
+        fr / "node1" / "nccl_trace_rank_99");
+    NodeEvidence ev;
+    CollectJobOutput(NodeEnv("node1"), slurm, &ev);
+    EXPECT_THAT(diag::testing::EvidenceTexts(ev.report.job_output),
+                ElementsAre("rank 5 on node2 never entered ALLREDUCE #42 (pg 0)"));
+    EXPECT_THAT(ev.report.problems,
+                ElementsAre(::testing::HasSubstr("nccl_trace_rank_99: opcode GLOBAL")));
 }
 
 TEST_F(NodeEpilogTest, CollectJobOutputNotesSlurmAway) {

@@ -60,6 +60,18 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
          "the watchdog timed out on the first collective of a process group: setup, "
          "configuration or connectivity",
          {"seq", "op"}},
+        {"nccl-fr-culprit",
+         "made from PyTorch's NCCL flight recorder dumps (the job's own files): the rank(s) behind "
+         "the collective the others wait in (state: never-entered, not-completed, no-dump), with "
+         "the collective (op, seq, pg) and the node when the dumps' layout names it",
+         {"rank", "ranks", "pg", "seq", "op", "state", "waiting", "members"},
+         "rank=13 ranks=13 pg=0 seq=80078 op=ALLREDUCE state=never-entered waiting=1023"},
+        {"nccl-fr-desync",
+         "made from PyTorch's NCCL flight recorder dumps: ranks that ran another collective (or "
+         "other sizes) at a sequence number the others ran: the job's ranks took different code "
+         "paths",
+         {"rank", "ranks", "pg", "seq", "op", "ops"},
+         "rank=3 ranks=3 pg=0 seq=12 op=ALLREDUCE ops=nccl:all_reduce,nccl:broadcast"},
         {kNvmlDeltaSignature,
          "made by the node epilog from NVML, prolog snapshot against epilog snapshot: a GPU "
          "error counter grew (counter: ecc_uncorrected_volatile, ecc_uncorrected_sram, "

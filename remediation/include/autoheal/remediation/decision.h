@@ -9,7 +9,9 @@
 // 2. The job's own output (read by the batch host's epilog) is diagnosed once for the job.
 // 3. Culprits: nodes whose own evidence names an infrastructure cause (a hardware part, a link);
 //    the job's output names the cause only when no node does (an NCCL timeout on every rank blames
-//    no one; the one node with an Xid is the culprit).
+//    no one; the one node with an Xid is the culprit). The flight recorder's dumps (read with
+//    the job's output, nccl-fr-culprit) may name the node of the rank behind a hang: a suspect,
+//    left out of the rerun but given no node action.
 // 4. Network correlation: nodes under one leaf switch with a network cause in this job or in the
 //    store's recent incidents (within the window) -> one incident for the switch, one network
 //    ticket naming it, and no node tickets.
@@ -107,6 +109,10 @@ struct JobDecision {
     std::vector<NodeVerdict> verdicts;      // one per reporting node
     std::optional<NodeVerdict> job_output;  // the job's own output, when read
     std::vector<std::string> culprits;
+    // Nodes left out of the rerun on the job's own evidence (the rank a flight recorder dump
+    // names, nccl-fr-culprit): excluded when the job is requeued, never a node action, never
+    // "blamed" (the dumps are the user's files).
+    std::vector<std::string> suspects;
     std::vector<NodePlan> plans;  // nodes with actions
     std::optional<SwitchIncident> network;
     bool breaker_open = false;

@@ -1,0 +1,404 @@
+// The restricted pickle reader (data_tree.h): one pass over the opcodes, a stack of node
+// references, MARK positions and a memo; every opcode outside the data set is refused by name.
+// Opcode numbers and argument layouts: Python's Lib/pickletools.py (protocols 0-5).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "autoheal/diag/data_tree.h"
+
+namespace autoheal::diag {
+namespace {
+
+using Kind = DataTree::Kind;
+using Ref = DataTree::Ref;
+
+// The opcodes that import a name, call an object or fetch one from outside the stream.
+const char* RefusedName(unsigned char op) {
+    switch (op) {
+        case 'c':
+            return "GLOBAL";
+        case 0x93:
+            return "STACK_GLOBAL";
+        case 'R':
+            return "REDUCE";
+        case 'b':
+            return "BUILD";
+        case 'i':
+            return "INST";
+        case 'o':
+            return "OBJ";
+        case 0x81:
+            return "NEWOBJ";
+        case 0x92:
+            return "NEWOBJ_EX";
+        case 0x82:
+            return "EXT1";
+        case 0x83:
+            return "EXT2";
+        case 0x84:
+            return "EXT4";
+        case 'P':
+            return "PERSID";
+        case 'Q':
+            return "BINPERSID";
+        case 0x97:
+            return "NEXT_BUFFER";
+        case 0x98:
+            return "READONLY_BUFFER";
+        default:
+            return nullptr;
+    }
+}
+
+class PickleReader {
+  public:
+    PickleReader(std::string_view in, const DataLimits& limits) : in_(in), limits_(limits) {}
+
+    Result<DataTree> Run() {
+        if (in_.size() > limits_.max_bytes) {
+            return MakeError(ErrorCode::kInvalid,
+                             "larger than " + std::to_string(limits_.max_bytes) + " bytes");
+        }
+        tree_.Reserve(std::min({in_.size() / 8, limits_.max_nodes, std::size_t{1} << 20}));
+        while (pos_ < in_.size()) {
+            const std::size_t at = pos_;
+            const auto op = static_cast<unsigned char>(in_[pos_++]);
+            if (op == '.') {
+                if (stack_.size() != 1 || !marks_.empty()) return Fail(at, "STOP with a bad stack");
+                tree_.set_root(stack_.back());
+                return std::move(tree_);
+            }
+            if (const char* name = RefusedName(op)) {
+                char code[8];
+                std::snprintf(code, sizeof code, "0x%02x", op);
+                return MakeError(ErrorCode::kInvalid, std::string("opcode ") + name + " (" + code +
+                                                          ") at byte " + std::to_string(at) +
+                                                          " imports or calls: refused");
+            }
+            if (!Step(op, at)) return MakeError(ErrorCode::kInvalid, error_);
+        }
+        return MakeError(ErrorCode::kInvalid, "truncated: no STOP opcode");
+    }
+
+  private:
+    Error Fail(std::size_t at, const std::string& why) {
+        return MakeError(ErrorCode::kInvalid, why + " at byte " + std::to_string(at));
+    }
+    bool Bad(std::size_t at, const std::string& why) {
+        error_ = why + " at byte " + std::to_string(at);
+        return false;
+    }
+
+    bool Take(std::size_t n, std::string_view* out) {
+        if (in_.size() - pos_ < n) return false;
+        *out = in_.substr(pos_, n);
+        pos_ += n;
+        return true;
+    }
+    bool Line(std::string_view* out) {
+        const std::size_t nl = in_.find('\n', pos_);
+        if (nl == std::string_view::npos) return false;
+        *out = in_.substr(pos_, nl - pos_);
+        pos_ = nl + 1;
+        return true;
+    }
+    bool Uint(std::size_t n, std::uint64_t* v) {
+        std::string_view b;
+        if (!Take(n, &b)) return false;
+        *v = 0;
+        for (std::size_t k = n; k-- > 0;) *v = (*v << 8) | static_cast<unsigned char>(b[k]);
+        return true;
+    }
+
+    bool Room(std::size_t at) {
+        return tree_.size() < limits_.max_nodes || Bad(at, "more than the node limit");
+    }
+    bool PushInt(std::int64_t v, std::size_t at, Kind kind = Kind::kInt) {
+        if (!Room(at)) return false;
+        stack_.push_back(tree_.AddScalar(kind, v));
+        return true;
+    }
+    bool PushFloat(double f, std::size_t at) {
+        if (!Room(at)) return false;
+        stack_.push_back(tree_.AddFloat(f));
+        return true;
+    }
+    bool PushString(std::string_view s, Kind kind, std::size_t at) {
+        if (!Room(at)) return false;
+        stack_.push_back(tree_.AddString(kind, s));
+        return true;
+    }
+    bool PushEmpty(Kind kind, std::size_t at) {
+        if (!Room(at)) return false;
+        stack_.push_back(kind == Kind::kNone ? tree_.AddScalar(kind, 0) : tree_.AddContainer(kind));
+        return true;
+    }
+    // The items above the topmost MARK, removed with the mark.
+    bool PopMark(std::vector<Ref>* items, std::size_t at) {
+        if (marks_.empty()) return Bad(at, "no MARK");
+        const std::size_t m = marks_.back();
+        marks_.pop_back();
+        items->assign(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+        stack_.resize(m);
+        return true;
+    }
+    bool Top(std::size_t n, std::size_t at) {
+        const std::size_t floor = marks_.empty() ? 0 : marks_.back();
+        if (stack_.size() < floor + n) return Bad(at, "stack underflow");
+        return true;
+    }
+    bool Append(Ref target, const std::vector<Ref>& items, std::size_t at) {
+        if (tree_.kind(target) == Kind::kList) {
+            auto& list = tree_.MutItems(target);
+            list.insert(list.end(), items.begin(), items.end());
+        } else if (tree_.kind(target) == Kind::kDict) {
+            if (items.size() % 2 != 0) return Bad(at, "odd number of dict items");
+            auto& map = tree_.MutMap(target);
+            for (std::size_t k = 0; k < items.size(); k += 2)
+                map.emplace_back(items[k], items[k + 1]);
+        } else {
+            return Bad(at, "items added to a value that is not a list, set or dict");
+        }
+        return true;
+    }
+    // Picklers number the memo 0, 1, 2, ...: a vector, with a map for indexes far past its end.
+    bool Memo(std::uint64_t index, std::size_t at) {
+        if (!Top(1, at)) return false;
+        if (index < memo_.size() + 1024 && index < limits_.max_memo) {
+            if (index >= memo_.size()) memo_.resize(index + 1, kUnset);
+            memo_[index] = stack_.back();
+            return true;
+        }
+        if (sparse_memo_.size() >= limits_.max_memo && sparse_memo_.count(index) == 0) {
+            return Bad(at, "more than the memo limit");
+        }
+        sparse_memo_[index] = stack_.back();
+        return true;
+    }
+    bool Get(std::uint64_t index, std::size_t at) {
+        if (index < memo_.size() && memo_[index] != kUnset) {
+            stack_.push_back(memo_[index]);
+            return true;
+        }
+        auto it = sparse_memo_.find(index);
+        if (it == sparse_memo_.end()) return Bad(at, "memo " + std::to_string(index) + " not set");
+        stack_.push_back(it->second);
+        return true;
+    }
+
+    static bool Decimal(std::string_view s, std::int64_t* v) {
+        if (!s.empty() && s.back() == 'L') s.remove_suffix(1);
+        bool neg = false;
+        if (!s.empty() && (s.front() == '-' || s.front() == '+')) {
+            neg = s.front() == '-';
+            s.remove_prefix(1);
+        }
+        if (s.empty() || s.size() > 18) return false;
+        std::int64_t out = 0;
+        for (char c : s) {
+            if (c < '0' || c > '9') return false;
+            out = out * 10 + (c - '0');
+        }
+        *v = neg ? -out : out;
+        return true;
+    }
+    // LONG1/LONG4: little-endian two's complement, at most 8 bytes here.
+    bool LongBytes(std::size_t n, std::size_t at) {
+        if (n > 8) return Bad(at, "an integer beyond 64 bits");
+        std::uint64_t u = 0;
+        if (!Uint(n, &u)) return Bad(at, "truncated");
+        std::int64_t v = static_cast<std::int64_t>(u);
+        if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1)
+            v -= static_cast<std::int64_t>(1ull << (8 * n));
+        return PushInt(v, at);
+    }
+    bool Sized(std::size_t len_bytes, Kind kind, std::size_t at) {
+        std::uint64_t n = 0;
+        std::string_view s;
+        if (!Uint(len_bytes, &n) || n > in_.size() - pos_ || !Take(n, &s)) {
+            return Bad(at, "truncated");
+        }
+        return PushString(s, kind, at);
+    }
+    bool Tuple(std::size_t n, std::size_t at) {
+        if (!Top(n, at) || !Room(at)) return false;
+        const Ref t = tree_.AddContainer(Kind::kList);
+        tree_.MutItems(t).assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
+        stack_.resize(stack_.size() - n);
+        stack_.push_back(t);
+        return true;
+    }
+
+    bool Step(unsigned char op, std::size_t at);
+
+    std::string_view in_;
+    const DataLimits& limits_;
+    std::size_t pos_ = 0;
+    DataTree tree_;
+    std::vector<Ref> stack_;
+    std::vector<std::size_t> marks_;
+    std::vector<Ref> scratch_;
+    static constexpr Ref kUnset = ~Ref{0};
+    std::vector<Ref> memo_;
+    std::unordered_map<std::uint64_t, Ref> sparse_memo_;
+    std::string error_;
+};
+
+bool PickleReader::Step(unsigned char op, std::size_t at) {
+    std::string_view arg;
+    std::uint64_t u = 0;
+    std::int64_t v = 0;
+    std::vector<Ref>& items = scratch_;
+    items.clear();
+    switch (op) {
+        case 0x80:  // PROTO
+            return Uint(1, &u) ? (u <= 5 || Bad(at, "protocol " + std::to_string(u)))
+                               : Bad(at, "truncated");
+        case 0x95:  // FRAME: the frame's length; its opcodes follow inline
+            return Uint(8, &u) || Bad(at, "truncated");
+        case '(':  // MARK
+            if (marks_.size() >= limits_.max_depth) return Bad(at, "MARKs nested too deep");
+            marks_.push_back(stack_.size());
+            return true;
+        case '0':  // POP
+            if (!Top(1, at)) return false;
+            stack_.pop_back();
+            return true;
+        case '1':  // POP_MARK
+            return PopMark(&items, at);
+        case '2':  // DUP
+            if (!Top(1, at)) return false;
+            stack_.push_back(stack_.back());
+            return true;
+        case 'N':
+            return PushEmpty(Kind::kNone, at);
+        case 0x88:
+        case 0x89:  // NEWTRUE, NEWFALSE
+            return PushInt(op == 0x88, at, Kind::kBool);
+        case 'I':  // INT: decimal text, or 00/01 for False/True
+            if (!Line(&arg)) return Bad(at, "truncated");
+            if (arg == "00" || arg == "01") return PushInt(arg == "01", at, Kind::kBool);
+            return Decimal(arg, &v) ? PushInt(v, at) : Bad(at, "bad INT");
+        case 'L':  // LONG: decimal text with an L
+            if (!Line(&arg)) return Bad(at, "truncated");
+            return Decimal(arg, &v) ? PushInt(v, at) : Bad(at, "bad LONG");
+        case 'J':  // BININT: 4 bytes signed
+            if (!Uint(4, &u)) return Bad(at, "truncated");
+            return PushInt(static_cast<std::int32_t>(static_cast<std::uint32_t>(u)), at);
+        case 'K':  // BININT1
+        case 'M':  // BININT2
+            if (!Uint(op == 'K' ? 1 : 2, &u)) return Bad(at, "truncated");
+            return PushInt(static_cast<std::int64_t>(u), at);
+        case 0x8a:  // LONG1
+            if (!Uint(1, &u)) return Bad(at, "truncated");
+            return LongBytes(u, at);
+        case 0x8b:  // LONG4
+            if (!Uint(4, &u)) return Bad(at, "truncated");
+            return LongBytes(u, at);
+        case 'F':  // FLOAT: text
+            if (!Line(&arg) || arg.size() > 64) return Bad(at, "bad FLOAT");
+            return PushFloat(std::strtod(std::string(arg).c_str(), nullptr), at);
+        case 'G': {  // BINFLOAT: 8 bytes big-endian
+            if (!Take(8, &arg)) return Bad(at, "truncated");
+            std::uint64_t bits = 0;
+            for (char c : arg) bits = (bits << 8) | static_cast<unsigned char>(c);
+            double f = 0;
+            std::memcpy(&f, &bits, sizeof f);
+            return PushFloat(f, at);
+        }
+        case 'S':  // STRING: a quoted repr, kept without its quotes
+            if (!Line(&arg)) return Bad(at, "truncated");
+            if (arg.size() >= 2 && (arg.front() == '\'' || arg.front() == '"') &&
+                arg.back() == arg.front()) {
+                arg = arg.substr(1, arg.size() - 2);
+            }
+            return PushString(arg, Kind::kString, at);
+        case 'V':  // UNICODE: raw-unicode-escape text, kept as written
+            if (!Line(&arg)) return Bad(at, "truncated");
+            return PushString(arg, Kind::kString, at);
+        case 'T':  // BINSTRING
+        case 'X':  // BINUNICODE
+            return Sized(4, Kind::kString, at);
+        case 'U':   // SHORT_BINSTRING
+        case 0x8c:  // SHORT_BINUNICODE
+            return Sized(1, Kind::kString, at);
+        case 0x8d:  // BINUNICODE8
+            return Sized(8, Kind::kString, at);
+        case 'B':  // BINBYTES
+            return Sized(4, Kind::kBytes, at);
+        case 'C':  // SHORT_BINBYTES
+            return Sized(1, Kind::kBytes, at);
+        case 0x8e:  // BINBYTES8
+        case 0x96:  // BYTEARRAY8
+            return Sized(8, Kind::kBytes, at);
+        case ']':   // EMPTY_LIST
+        case 0x8f:  // EMPTY_SET
+            return PushEmpty(Kind::kList, at);
+        case ')':  // EMPTY_TUPLE
+            return PushEmpty(Kind::kList, at);
+        case '}':  // EMPTY_DICT
+            return PushEmpty(Kind::kDict, at);
+        case 'a':  // APPEND
+            if (!Top(2, at)) return false;
+            items = {stack_.back()};
+            stack_.pop_back();
+            return Append(stack_.back(), items, at);
+        case 's':  // SETITEM
+            if (!Top(3, at)) return false;
+            items = {stack_[stack_.size() - 2], stack_.back()};
+            stack_.resize(stack_.size() - 2);
+            return Append(stack_.back(), items, at);
+        case 'e':   // APPENDS
+        case 'u':   // SETITEMS
+        case 0x90:  // ADDITEMS
+            if (!PopMark(&items, at)) return false;
+            if (!Top(1, at)) return false;
+            return Append(stack_.back(), items, at);
+        case 'l':    // LIST
+        case 't':    // TUPLE
+        case 0x91:   // FROZENSET
+        case 'd': {  // DICT
+            if (!PopMark(&items, at) || !Room(at)) return false;
+            const Ref r = tree_.AddContainer(op == 'd' ? Kind::kDict : Kind::kList);
+            stack_.push_back(r);
+            return Append(r, items, at);
+        }
+        case 0x85:
+        case 0x86:
+        case 0x87:  // TUPLE1..3
+            return Tuple(op - 0x84, at);
+        case 'p':  // PUT: decimal text
+            if (!Line(&arg) || !Decimal(arg, &v) || v < 0) return Bad(at, "bad PUT");
+            return Memo(static_cast<std::uint64_t>(v), at);
+        case 'q':
+        case 'r':  // BINPUT, LONG_BINPUT
+            if (!Uint(op == 'q' ? 1 : 4, &u)) return Bad(at, "truncated");
+            return Memo(u, at);
+        case 0x94:  // MEMOIZE
+            return Memo(memo_.size(), at);
+        case 'g':  // GET: decimal text
+            if (!Line(&arg) || !Decimal(arg, &v) || v < 0) return Bad(at, "bad GET");
+            return Get(static_cast<std::uint64_t>(v), at);
+        case 'h':
+        case 'j':  // BINGET, LONG_BINGET
+            if (!Uint(op == 'h' ? 1 : 4, &u)) return Bad(at, "truncated");
+            return Get(u, at);
+        default: {
+            char code[8];
+            std::snprintf(code, sizeof code, "0x%02x", op);
+            return Bad(at, std::string("unknown opcode ") + code);
+        }
+    }
+}
+
+}  // namespace
+
+Result<DataTree> ReadPickle(std::string_view bytes, const DataLimits& limits) {
+    return PickleReader(bytes, limits).Run();
+}
+
+}  // namespace autoheal::diag
