@@ -1,14 +1,15 @@
 // autoheal simulate's figures and cost (docs/report.md "Simulation", docs/reliability.md): the
-// default scenario (examples/simulate/llama3-54d.yaml: Llama 3's 54 days on 2,048 nodes) with
-// autoheal's real decision code and with Slurm + a person, then the same mix at 256, 2,048 and
-// 16,384 nodes: the median wall time of one real decision (the controller's steps on the whole
-// job) and of the whole run per fault, with the ratios between sizes (how the cost grows).
+// default scenario (examples/simulate/llama3-54d.yaml: Llama 3's 54 days on 2,048 nodes, the
+// steps deciding on the fault's leaf switch) with autoheal's real decision code and with
+// Slurm + a person, then the same mix at 256, 2,048 and 16,384 nodes with every node of the job
+// in each decision (decide_on: all): the median wall time of one real decision (the
+// controller's steps) and of the run per fault, with the ratios between sizes.
 //
 //   bench_sim [SCENARIO]    (default: the source tree's examples/simulate/llama3-54d.yaml)
 //
-// The 16,384-node run covers a shorter span (54 d / 64: about as many faults as the 256-node
-// run) so that the bench stays in minutes; its per-decision figure is what the ratio uses.
-// Exit 1 when the scenario or the rules do not load, or the default run takes a minute or more.
+// Each size's run covers a span with about as many faults (54 d x 256 / nodes / 4: some 13), so
+// that the bench stays in minutes. Exit 1 when the scenario or the rules do not load, or the
+// default run takes a minute or more.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     };
     const SimResult def = run(*scenario);
     std::printf(
-        "sim_ettr_autoheal=%.4f sim_ettr_slurm=%.4f sim_interruptions=%d sim_decision_2048_ms=%.1f "
+        "sim_ettr_autoheal=%.4f sim_ettr_slurm=%.4f sim_interruptions=%d sim_decision_leaf_ms=%.1f "
         "sim_default_run_s=%.1f\n",
         def.autoheal.ettr, def.slurm.ettr, def.autoheal.interruptions, def.DecisionMedianMs(),
         def.wall_seconds);
@@ -67,14 +68,15 @@ int main(int argc, char** argv) {
                      def.wall_seconds);
         rc = 1;
     }
-    const Size sizes[] = {{256, 1}, {2048, 1}, {16384, 64}};
+    const Size sizes[] = {{256, 4}, {2048, 32}, {16384, 256}};
     double decision[3] = {0, 0, 0}, per_fault[3] = {0, 0, 0};
     for (int i = 0; i < 3; ++i) {
         Scenario s = *scenario;
         s.nodes = sizes[i].nodes;
         s.spare_nodes = std::max(8, sizes[i].nodes / 32);
         s.span_seconds /= sizes[i].span_divisor;
-        const SimResult r = i == 1 ? def : run(s);
+        s.decide_on = "all";
+        const SimResult r = run(s);
         decision[i] = r.DecisionMedianMs();
         per_fault[i] = 1000 * r.wall_seconds / std::max<std::size_t>(1, r.decision_ms.size());
         std::printf(

@@ -193,7 +193,8 @@ Result<Scenario> ParseScenario(const std::string& yaml, const std::string& name)
                                                 "breaker_max_nodes",
                                                 "breaker_max_fraction",
                                                 "description",
-                                                "auto_resume"};
+                                                "auto_resume",
+                                                "decide_on"};
     for (const auto& kv : root) {
         const std::string k = kv.first.as<std::string>("");
         if (known.count(k) == 0) return r.Bad(k, "unknown key");
