@@ -58,6 +58,9 @@ constexpr const char* kUsage =
     "  config print-slurm               the slurm.conf lines autoheal needs, for this install\n"
     "  report [--since 30d] [--html FILE] [--json] [--job-nodes N] ...\n"
     "                                   interruptions by cause, MTBF, ETTR (docs/report.md)\n"
+    "  simulate [--scenario FILE] [--json] [--html FILE] [--seed N] [--human-minutes N] ...\n"
+    "                                   a job through Llama 3's 54 days of faults, with\n"
+    "                                   autoheal's real decisions and without (docs/report.md)\n"
     "  version                          print the version\n";
 
 }  // namespace
@@ -82,6 +85,7 @@ int main(int argc, char** argv) {
         if (cmd == "metrics") return autoheal::cli::Metrics(args);
         if (cmd == "config") return autoheal::cli::ConfigCommand(args);
         if (cmd == "report") return autoheal::cli::Report(args);
+        if (cmd == "simulate") return autoheal::cli::Simulate(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "autoheal: %s: internal error: %s\n", argv[1], e.what());
         return 1;

@@ -87,5 +87,6 @@ int Replay(const std::vector<std::string>& args);
 int Metrics(const std::vector<std::string>& args);
 int ConfigCommand(const std::vector<std::string>& args);
 int Report(const std::vector<std::string>& args);
+int Simulate(const std::vector<std::string>& args);  // simulate_cmd.cpp
 
 }  // namespace autoheal::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
@@ -277,6 +278,17 @@ ReliabilityReport ComputeReport(const std::vector<remediation::RunRecord>& runs,
                                            *e.optimal_interval, e.ckpt_cost);
     }
 
+    if (out.runs < kMinRunsForRate || out.node_hours < kMinNodeHoursForRate) {
+        char why[256];
+        std::snprintf(why, sizeof why,
+                      "only %d job run%s and %.1f node-hours in the window: too few to measure a "
+                      "failure rate (at least %d runs and %.0f node-hours); no rate, job MTBF, "
+                      "ETTR or checkpoint interval is estimated",
+                      out.runs, out.runs == 1 ? "" : "s", out.node_hours, kMinRunsForRate,
+                      kMinNodeHoursForRate);
+        e.too_few = why;
+        out.notes.push_back(why);
+    }
     if (out.runs == 0) {
         out.notes.push_back("no decided job runs in the window: no failure rate could be measured");
     } else if (out.interruptions == 0) {

@@ -21,6 +21,10 @@ namespace autoheal::cli {
 inline constexpr int kDefaultJobNodes = 1024;
 // Restart overhead assumed when no requeued run was followed by a recorded next run.
 inline constexpr std::int64_t kDefaultRestartOverhead = 600;
+// Below either, the window is too small to measure a failure rate: a demo's one short run would
+// give millions of failures per 1,000 node-days and an ETTR of 0. The report says so instead.
+inline constexpr int kMinRunsForRate = 5;
+inline constexpr double kMinNodeHoursForRate = 24;  // one node-day
 
 struct ReportOptions {
     std::int64_t since = 0;  // window: runs that ended in [since, until]
@@ -77,6 +81,9 @@ struct GpuOffender {
 };
 
 struct EttrEstimate {
+    // Why no rate, MTBF per job, ETTR or interval is estimated (too few runs or node-hours in
+    // the window); empty when they are.
+    std::string too_few;
     int job_nodes = 0;              // N
     std::string job_nodes_from;     // "--job-nodes", "largest job in the window", "default"
     double rate_per_node_hour = 0;  // r
@@ -150,6 +157,20 @@ std::string CauseCategory(std::string_view cause);
 
 // Escapes & < > " ' for HTML text and attribute values.
 std::string HtmlEscape(std::string_view text);
+
+// The pages' shared parts (report_html.cpp; `autoheal simulate --html` uses them too): the head
+// (doctype, the Content-Security-Policy, the style) and the title; a card (a figure and its
+// label); horizontal bars, one row each, labels on the left (value2: a second, stacked segment).
+std::string PageHead(const std::string& title);
+std::string Fixed(double v, int precision);  // "%.*f"
+std::string CardHtml(const std::string& value, const std::string& label);
+struct BarRow {
+    std::string label;
+    double value = 0;
+    double value2 = 0;
+    std::string text;  // shown after the bar
+};
+std::string HorizontalBars(const std::string& label, const std::vector<BarRow>& rows);
 
 // A self-contained page: inline CSS and SVG, no script, no external URL, and a
 // Content-Security-Policy that forbids loading anything.

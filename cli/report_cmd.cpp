@@ -90,6 +90,10 @@ void PrintText(const ReliabilityReport& r) {
 
     const EttrEstimate& e = r.ettr;
     std::printf("\nETTR for a %d-node job (%s)\n", e.job_nodes, e.job_nodes_from.c_str());
+    if (!e.too_few.empty()) {
+        std::printf("  not estimated: %s\n", e.too_few.c_str());
+        return;
+    }
     std::printf("  r  = %.3f failures / 1000 node-days\n", e.rate_per_node_hour * 24000);
     std::printf("  u0 = %s (%s)\n",
                 FormatDuration(static_cast<std::int64_t>(e.restart_overhead)).c_str(),

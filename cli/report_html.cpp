@@ -10,13 +10,14 @@
 #include "report.h"
 
 namespace autoheal::cli {
-namespace {
 
 std::string Fixed(double v, int precision) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", precision, v);
     return buf;
 }
+
+namespace {
 
 std::string Date(std::int64_t epoch) { return FormatTime(epoch).substr(0, 10); }
 
@@ -39,14 +40,8 @@ svg.chart{display:block;margin:.5em 0}svg text{font-size:12px;fill:#1d2430}
 .bar{fill:#4a78c2}.bar2{fill:#e0a040}.axis{stroke:#99a}
 )";
 
-struct BarRow {
-    std::string label;
-    double value = 0;
-    double value2 = 0;  // a second, stacked segment (0: none)
-    std::string text;   // shown after the bar
-};
+}  // namespace
 
-// Horizontal bars, one row each, labels on the left.
 std::string HorizontalBars(const std::string& label, const std::vector<BarRow>& rows) {
     constexpr int kLabel = 230, kBars = 360, kRow = 22, kWidth = 780;
     double max = 0;
@@ -76,6 +71,23 @@ std::string HorizontalBars(const std::string& label, const std::vector<BarRow>& 
     }
     return s + "</svg>\n";
 }
+
+std::string PageHead(const std::string& title) {
+    std::string s =
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'\">\n<title>" +
+        HtmlEscape(title) + "</title>\n<style>";
+    s += kStyle;
+    return s + "</style></head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n";
+}
+
+std::string CardHtml(const std::string& value, const std::string& label) {
+    return "<div class=\"card\"><b>" + HtmlEscape(value) + "</b><span>" + HtmlEscape(label) +
+           "</span></div>";
+}
+
+namespace {
 
 // Vertical bars over time, one per bucket, with the first and last dates and the maximum.
 std::string TimeBars(const ReliabilityReport& r) {
@@ -146,11 +158,6 @@ class HtmlTable {
     std::string body_;
     std::string foot_;
 };
-
-std::string CardHtml(const std::string& value, const std::string& label) {
-    return "<div class=\"card\"><b>" + HtmlEscape(value) + "</b><span>" + HtmlEscape(label) +
-           "</span></div>";
-}
 
 std::string Optional(const std::optional<double>& v, int precision, const std::string& none) {
     return v ? Fixed(*v, precision) : none;
@@ -233,8 +240,11 @@ std::string MtbfSection(const ReliabilityReport& r) {
         {"Node-hours run", Fixed(r.node_hours, 1), "Σ nodes × (end − start) of the window's runs"});
     t.Add({"MTBF per node", Optional(r.node_mtbf_hours, 1, "no failures") + " h",
            "node-hours / interruptions"});
-    t.Add({"Failure rate r", Fixed(r.ettr.rate_per_node_hour * 1000 * 24, 3) + " /1000 node-days",
-           "interruptions / node-hours"});
+    t.Add({"Failure rate r",
+           r.ettr.too_few.empty()
+               ? Fixed(r.ettr.rate_per_node_hour * 1000 * 24, 3) + " /1000 node-days"
+               : "not measured",
+           r.ettr.too_few.empty() ? "interruptions / node-hours" : "too few runs or node-hours"});
     return "<h2 id=\"mtbf\">Mean time between failures</h2>\n" + t.Render();
 }
 
@@ -282,6 +292,11 @@ std::string EttrSection(const ReliabilityReport& r) {
          "&Delta;t of work. Counting the time spent writing checkpoints, it loses "
          "C/&Delta;t more; the Young/Daly interval &Delta;t* = &radic;(2&middot;C&middot;M) "
          "maximises that, M = 1/(N&middot;r) being the job's MTBF.</p>\n";
+    if (!e.too_few.empty()) {
+        return s +
+               "<p class=\"empty\" id=\"ettr-too-few\">Not estimated: " + HtmlEscape(e.too_few) +
+               ".</p>\n";
+    }
     HtmlTable t("ettr-table", {{"Figure", false}, {"Value", true}, {"From", false}});
     // The last column is markup (the measured / assumed tags); everything in it is escaped here.
     auto row = [&](const std::string& name, const std::string& value, const std::string& from) {
@@ -343,12 +358,7 @@ std::string HtmlEscape(std::string_view text) {
 
 std::string ReportHtml(const ReliabilityReport& r) {
     const ReportOptions& o = r.options;
-    std::string s =
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'\">\n<title>autoheal reliability report</title>\n<style>";
-    s += kStyle;
-    s += "</style></head><body>\n<h1>autoheal reliability report</h1>\n";
+    std::string s = PageHead("autoheal reliability report");
     s += "<p class=\"meta\">Runs that ended from " + HtmlEscape(FormatTime(o.since)) + " to " +
          HtmlEscape(FormatTime(o.until)) + " (" + Fixed(r.window_hours / 24, 1) +
          " days); generated " + HtmlEscape(FormatTime(o.generated_at)) + ".</p>\n";
@@ -358,7 +368,8 @@ std::string ReportHtml(const ReliabilityReport& r) {
          CardHtml(r.mtbf_hours ? Fixed(*r.mtbf_hours, 1) + " h" : "-", "MTBF (cluster)") +
          CardHtml(Fixed(r.lost_node_hours + r.restart_node_hours, 1),
                   "node-hours lost + restarting") +
-         CardHtml(Fixed(r.ettr.ettr, 3), "ETTR, " + std::to_string(r.ettr.job_nodes) + " nodes") +
+         CardHtml(r.ettr.too_few.empty() ? Fixed(r.ettr.ettr, 3) : "-",
+                  "ETTR, " + std::to_string(r.ettr.job_nodes) + " nodes") +
          "</div>\n";
     if (!r.notes.empty()) {
         s += "<div class=\"notes\" id=\"notes\"><ul>";
@@ -436,7 +447,8 @@ std::string ReportJson(const ReliabilityReport& r) {
         {"node_offenders", nodes},
         {"gpu_offenders", gpus},
         {"ettr",
-         {{"job_nodes", e.job_nodes},
+         {{"too_few", e.too_few.empty() ? json(nullptr) : json(e.too_few)},
+          {"job_nodes", e.job_nodes},
           {"job_nodes_from", e.job_nodes_from},
           {"rate_per_node_hour", e.rate_per_node_hour},
           {"restart_overhead_seconds", e.restart_overhead},
@@ -445,8 +457,8 @@ std::string ReportJson(const ReliabilityReport& r) {
           {"ckpt_interval_seconds", e.ckpt_interval},
           {"ckpt_cost_seconds", e.ckpt_cost},
           {"job_mtbf_hours", opt(e.job_mtbf_hours)},
-          {"ettr", e.ettr},
-          {"ettr_with_ckpt_cost", e.ettr_with_ckpt_cost},
+          {"ettr", e.too_few.empty() ? json(e.ettr) : json(nullptr)},
+          {"ettr_with_ckpt_cost", e.too_few.empty() ? json(e.ettr_with_ckpt_cost) : json(nullptr)},
           {"optimal_interval_seconds", opt(e.optimal_interval)},
           {"ettr_at_optimum", opt(e.ettr_at_optimum)}}},
         {"notes", r.notes},

@@ -7,7 +7,9 @@
 # against a hung job's own time limit and its idle cost (bench/agent_bench.sh), the submit throughput with and without the
 # job_submit and SPANK plugins (bench/submit_bench.sh, bursts of 1,000 sbatch on a local cluster
 # of its own), then every benchmark program the build produced (build/bin/bench_*, among them
-# bench_decision: the controller's decision for a 2,048-node job). Each prints its own ratios
+# bench_decision: the controller's decision for a 2,048-node job; bench_sim: autoheal simulate's
+# ETTR with and without autoheal on Llama 3's 54 days, sim_ettr_autoheal=... sim_ettr_slurm=...,
+# and its cost at 256, 2,048 and 16,384 nodes). Each prints its own ratios
 # against a baseline measured in the same run. Exit 1 when any of them fails.
 set -uo pipefail
 build_dir=${1:-build}

@@ -1,6 +1,7 @@
-// The controller epilog's steps and its whole pipeline with a FakeSlurmClient, a FakeClock, a
-// real SQLite store and the shipped rules: every scenario of tests/integration/e2e_test.cpp at
-// the decision level, each step on its own, and the Slurm retry policy.
+// The controller epilog's steps and its whole pipeline with a sim::MemorySlurmClient, a
+// sim::ManualClock, a real SQLite store and the shipped rules: every scenario of
+// tests/integration/e2e_test.cpp at the decision level, each step on its own, and the Slurm retry
+// policy.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

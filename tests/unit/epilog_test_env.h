@@ -1,7 +1,7 @@
 // A cluster for the epilogs' unit tests: a temporary state folder with a real SQLite incident
-// store, the shipped rules (etc/rules.d), a FakeSlurmClient with four nodes under two leaf
-// switches (node1,node2 | node3,node4) and a FakeClock. Node reports are written where the node
-// epilogs write them, and the controller pipeline runs on them in-process.
+// store, the shipped rules (etc/rules.d), a sim::MemorySlurmClient with four nodes under two leaf
+// switches (node1,node2 | node3,node4) and a sim::ManualClock. Node reports are written where the
+// node epilogs write them, and the controller pipeline runs on them in-process.
 #pragma once
 
 #include <filesystem>
@@ -11,8 +11,8 @@
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/node_epilog_steps.h"
-#include "fake_clock.h"
-#include "fake_slurm_client.h"
+#include "autoheal/sim/manual_clock.h"
+#include "autoheal/sim/memory_slurm.h"
 
 namespace autoheal::remediation::testing {
 
@@ -58,8 +58,8 @@ class EpilogTestEnv {
     double ticket_budget_seconds = 10;  // CtldEnv::ticket_budget_seconds
     Engine engine;
     std::unique_ptr<IncidentStore> store;
-    FakeSlurmClient slurm;
-    FakeClock clock;
+    sim::MemorySlurmClient slurm;
+    sim::ManualClock clock;
     ScriptContext ctx;
     std::vector<NodeReport> reports;
     // Node contexts kept alive for the NodeEpilogEnvs handed out.

@@ -1,5 +1,5 @@
-// The node epilog's steps with a FakeSlurmClient and a FakeClock on real files, and the GPU
-// reset decided once by the controller: the node carries out only what the decision lists.
+// The node epilog's steps with a sim::MemorySlurmClient and a sim::ManualClock on real files, and
+// the GPU reset decided once by the controller: the node carries out only what the decision lists.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -178,6 +178,24 @@ TEST(Report, EmptyStoreUsesTheDefaultJobSize) {
     EXPECT_THAT(r.notes, testing::Contains(HasSubstr("no decided job runs")));
 }
 
+// The demo's store: one run of two nodes that failed after a minute. Its rate would be
+// 1 / (2 node-minutes), 720,000 per 1,000 node-days, and its ETTR 0: the report says why not.
+TEST(Report, TooFewRunsSaySoInsteadOfAnAbsurdRateAndEttr) {
+    std::vector<RunRecord> runs = {MakeRun("A", 0, 2, kT0, kT0 + 60, "blamed", "faulty_gpu", true)};
+    const ReliabilityReport r = ComputeReport(runs, {}, Window());
+    EXPECT_EQ(r.interruptions, 1);
+    EXPECT_THAT(r.ettr.too_few, HasSubstr("only 1 job run and 0.0 node-hours"));
+    EXPECT_THAT(r.notes, testing::Contains(HasSubstr("too few to measure a failure rate")));
+    const auto j = nlohmann::json::parse(ReportJson(r));
+    EXPECT_TRUE(j["ettr"]["ettr"].is_null());
+    EXPECT_FALSE(j["ettr"]["too_few"].is_null());
+    const std::string html = ReportHtml(r);
+    EXPECT_THAT(html, HasSubstr("id=\"ettr-too-few\""));
+    EXPECT_THAT(html, testing::Not(HasSubstr("id=\"ettr-table\"")));
+    // Enough of them: estimated, no such note.
+    EXPECT_TRUE(ComputeReport(SampleRuns(), {}, Window()).ettr.too_few.empty());
+}
+
 TEST(Report, RestartOverheadFallsBackWhenNoneWasMeasured) {
     ReportOptions o = Window();
     o.restart_overhead_fallback = 900;

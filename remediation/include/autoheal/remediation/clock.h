@@ -1,6 +1,6 @@
 // Clock: wall time for records and steady time for the bounded waits (node reports, Slurm
 // retries, the decision file), behind one seam so unit tests run those waits instantly with a
-// fake clock (tests/unit/fake_clock.h) whose Sleep advances its time.
+// manual clock (sim/manual_clock.h) whose Sleep advances its time.
 #pragma once
 
 #include <chrono>

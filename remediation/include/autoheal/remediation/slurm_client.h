@@ -1,7 +1,8 @@
 // SlurmClient: every call autoheal makes to Slurm goes through this interface, so the epilogs'
-// steps run in unit tests against a fake cluster (tests/unit/fake_slurm_client.h) and the real
-// one (slurm_adapter.h: Slurm's C API, -lslurm, no shelling out to scontrol) holds the only
-// Slurm-release-specific code. The rules for touching nodes live here, once, for both:
+// steps run in unit tests against a fake cluster (sim/memory_slurm.h, also what `autoheal simulate`
+// runs on) and the real one (slurm_adapter.h: Slurm's C API, -lslurm, no shelling out to scontrol)
+// holds the only Slurm-release-specific code. The rules for touching nodes live here, once, for
+// both:
 // - a node drained or down for a reason autoheal did not set ("autoheal: ..." prefix) is never
 //   drained again, relabelled, rebooted or resumed: an admin put it there;
 // - resume only undoes what autoheal did (unless forced by an admin through the CLI);

@@ -1,16 +1,16 @@
 // A Clock whose time moves only when asked: Sleep advances it at once, so bounded waits in the
-// epilogs' steps finish instantly in unit tests.
+// epilogs' steps finish instantly, in unit tests and in `autoheal simulate`'s simulated time.
 #pragma once
 
 #include <functional>
 
 #include "autoheal/remediation/clock.h"
 
-namespace autoheal::remediation::testing {
+namespace autoheal::sim {
 
-class FakeClock final : public Clock {
+class ManualClock final : public remediation::Clock {
   public:
-    explicit FakeClock(std::int64_t now = 1'800'000'000) : now_(now) {}
+    explicit ManualClock(std::int64_t now = 1'800'000'000) : now_(now) {}
     std::int64_t Now() override { return now_ + ElapsedSeconds(); }
     std::chrono::steady_clock::time_point Steady() override {
         return std::chrono::steady_clock::time_point(elapsed_);
@@ -35,4 +35,4 @@ class FakeClock final : public Clock {
     int sleeps_ = 0;
 };
 
-}  // namespace autoheal::remediation::testing
+}  // namespace autoheal::sim

@@ -1,8 +1,9 @@
-// An in-memory Slurm cluster behind the SlurmClient seam, for the epilogs' unit tests: nodes and
-// jobs whose state changes as Slurm changes it (a drain sets DRAIN and the reason, a reboot is
-// pending until Boot(), a requeue puts the job back to PENDING with its restart count up, an
-// update sets the excluded nodes, begin time and AdminComment). Every call is recorded ("drain
-// node2", "requeue 77", ...), and a call can be told to fail: FailNext("requeue", n, code)
+// An in-memory Slurm cluster behind the SlurmClient seam (remediation/slurm_client.h): what
+// `autoheal simulate` (sim/simulator.h) runs the controller's steps on, and the epilogs' unit
+// tests too. Nodes and jobs whose state changes as Slurm changes it (a drain sets DRAIN and the
+// reason, a reboot is pending until Boot(), a requeue puts the job back to PENDING with its restart
+// count up, an update sets the excluded nodes, begin time and AdminComment). Every call is recorded
+// ("drain node2", "requeue 77", ...), and a call can be told to fail: FailNext("requeue", n, code)
 // makes the next n calls of that kind fail with `code` (kUnavailable: slurmctld away).
 #pragma once
 
@@ -14,16 +15,16 @@
 
 #include "autoheal/remediation/slurm_client.h"
 
-namespace autoheal::remediation::testing {
+namespace autoheal::sim {
 
-class FakeSlurmClient final : public SlurmClient {
+class MemorySlurmClient final : public remediation::SlurmClient {
   public:
     // Adds an idle node (state "IDLE").
-    NodeInfo& AddNode(const std::string& name);
+    remediation::NodeInfo& AddNode(const std::string& name);
     // Adds a job; its id is job.id.
-    JobInfo& AddJob(const JobInfo& job);
-    NodeInfo& node(const std::string& name) { return nodes_.at(name); }
-    JobInfo& job(std::uint32_t id) { return jobs_.at(id); }
+    remediation::JobInfo& AddJob(const remediation::JobInfo& job);
+    remediation::NodeInfo& node(const std::string& name) { return nodes_.at(name); }
+    remediation::JobInfo& job(std::uint32_t id) { return jobs_.at(id); }
     // A pending reboot happens: the node is back in service (Slurm's nextstate=resume).
     void Boot(const std::string& name);
     // Makes the next `times` calls named `call` fail with `code`. Calls: "get_node",
@@ -37,22 +38,24 @@ class FakeSlurmClient final : public SlurmClient {
     void ThrowNext(const std::string& call) { throw_next_ = call; }
     // Seconds since the epoch stamped on reasons set by drain and reboot.
     void set_now(std::int64_t now) { now_ = now; }
-    void SetTopology(std::vector<SwitchInfo> switches) { switches_ = std::move(switches); }
+    void SetTopology(std::vector<remediation::SwitchInfo> switches) {
+        switches_ = std::move(switches);
+    }
 
     // Every call, in order: "<call> <target>" ("drain node2", "get_job 77").
     const std::vector<std::string>& calls() const { return calls_; }
     // How many calls of `call` ("requeue") were made, failed ones included.
     int Count(const std::string& call) const;
 
-    Result<NodeInfo> GetNode(const std::string& name) override;
-    Result<std::vector<NodeInfo>> ListNodes() override;
-    Result<JobInfo> GetJob(std::uint32_t job_id) override;
+    Result<remediation::NodeInfo> GetNode(const std::string& name) override;
+    Result<std::vector<remediation::NodeInfo>> ListNodes() override;
+    Result<remediation::JobInfo> GetJob(std::uint32_t job_id) override;
     Result<bool> Requeue(std::uint32_t job_id) override;
-    Result<bool> UpdateJob(std::uint32_t job_id, const JobUpdate& update) override;
-    Result<std::vector<JobInfo>> RunningJobsOn(const std::string& node) override;
+    Result<bool> UpdateJob(std::uint32_t job_id, const remediation::JobUpdate& update) override;
+    Result<std::vector<remediation::JobInfo>> RunningJobsOn(const std::string& node) override;
     Result<bool> EndJob(std::uint32_t job_id) override;
-    Result<std::vector<SwitchInfo>> Topology() override;
-    std::vector<JobUpdate> updates;  // every UpdateJob accepted, in order
+    Result<std::vector<remediation::SwitchInfo>> Topology() override;
+    std::vector<remediation::JobUpdate> updates;  // every UpdateJob accepted, in order
 
   protected:
     Result<bool> SetDrain(const std::string& node, const std::string& reason) override;
@@ -63,9 +66,9 @@ class FakeSlurmClient final : public SlurmClient {
     // Records the call; an error when it was told to fail.
     std::optional<Error> Call(const std::string& call, const std::string& target);
 
-    std::map<std::string, NodeInfo> nodes_;
-    std::map<std::uint32_t, JobInfo> jobs_;
-    std::vector<SwitchInfo> switches_;
+    std::map<std::string, remediation::NodeInfo> nodes_;
+    std::map<std::uint32_t, remediation::JobInfo> jobs_;
+    std::vector<remediation::SwitchInfo> switches_;
     std::map<std::string, std::pair<int, ErrorCode>> failures_;
     std::vector<std::string> calls_;
     bool lose_requeue_answer_ = false;
@@ -73,4 +76,4 @@ class FakeSlurmClient final : public SlurmClient {
     std::int64_t now_ = 1'800'000'000;
 };
 
-}  // namespace autoheal::remediation::testing
+}  // namespace autoheal::sim

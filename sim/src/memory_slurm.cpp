@@ -1,23 +1,25 @@
-#include "fake_slurm_client.h"
+#include "autoheal/sim/memory_slurm.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "autoheal/remediation/slurm_adapter.h"
 
-namespace autoheal::remediation::testing {
+namespace autoheal::sim {
 
-NodeInfo& FakeSlurmClient::AddNode(const std::string& name) {
-    NodeInfo n;
+remediation::NodeInfo& MemorySlurmClient::AddNode(const std::string& name) {
+    remediation::NodeInfo n;
     n.name = name;
     n.state = "IDLE";
     return nodes_[name] = n;
 }
 
-JobInfo& FakeSlurmClient::AddJob(const JobInfo& job) { return jobs_[job.id] = job; }
+remediation::JobInfo& MemorySlurmClient::AddJob(const remediation::JobInfo& job) {
+    return jobs_[job.id] = job;
+}
 
-void FakeSlurmClient::Boot(const std::string& name) {
-    NodeInfo& n = nodes_.at(name);
+void MemorySlurmClient::Boot(const std::string& name) {
+    remediation::NodeInfo& n = nodes_.at(name);
     if (!n.reboot_pending) return;
     n.reboot_pending = false;
     n.drained = false;
@@ -26,17 +28,17 @@ void FakeSlurmClient::Boot(const std::string& name) {
     n.state = "IDLE";
 }
 
-void FakeSlurmClient::FailNext(const std::string& call, int times, ErrorCode code) {
+void MemorySlurmClient::FailNext(const std::string& call, int times, ErrorCode code) {
     failures_[call] = {times, code};
 }
 
-int FakeSlurmClient::Count(const std::string& call) const {
+int MemorySlurmClient::Count(const std::string& call) const {
     return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const std::string& c) {
         return c.rfind(call + " ", 0) == 0 || c == call;
     }));
 }
 
-std::optional<Error> FakeSlurmClient::Call(const std::string& call, const std::string& target) {
+std::optional<Error> MemorySlurmClient::Call(const std::string& call, const std::string& target) {
     calls_.push_back(target.empty() ? call : call + " " + target);
     if (throw_next_ == call) {
         throw_next_.clear();
@@ -51,21 +53,21 @@ std::optional<Error> FakeSlurmClient::Call(const std::string& call, const std::s
                                                 : "refused"));
 }
 
-Result<NodeInfo> FakeSlurmClient::GetNode(const std::string& name) {
+Result<remediation::NodeInfo> MemorySlurmClient::GetNode(const std::string& name) {
     if (auto e = Call("get_node", name)) return *e;
     auto n = nodes_.find(name);
     if (n == nodes_.end()) return MakeError(ErrorCode::kNotFound, "slurm: no node named " + name);
     return n->second;
 }
 
-Result<std::vector<NodeInfo>> FakeSlurmClient::ListNodes() {
+Result<std::vector<remediation::NodeInfo>> MemorySlurmClient::ListNodes() {
     if (auto e = Call("list_nodes", "")) return *e;
-    std::vector<NodeInfo> out;
+    std::vector<remediation::NodeInfo> out;
     for (const auto& [name, n] : nodes_) out.push_back(n);
     return out;
 }
 
-Result<JobInfo> FakeSlurmClient::GetJob(std::uint32_t job_id) {
+Result<remediation::JobInfo> MemorySlurmClient::GetJob(std::uint32_t job_id) {
     if (auto e = Call("get_job", std::to_string(job_id))) return *e;
     auto j = jobs_.find(job_id);
     if (j == jobs_.end()) {
@@ -74,7 +76,7 @@ Result<JobInfo> FakeSlurmClient::GetJob(std::uint32_t job_id) {
     return j->second;
 }
 
-Result<bool> FakeSlurmClient::Requeue(std::uint32_t job_id) {
+Result<bool> MemorySlurmClient::Requeue(std::uint32_t job_id) {
     if (auto e = Call("requeue", std::to_string(job_id))) return *e;
     auto j = jobs_.find(job_id);
     if (j == jobs_.end()) {
@@ -98,7 +100,8 @@ Result<bool> FakeSlurmClient::Requeue(std::uint32_t job_id) {
     return true;
 }
 
-Result<bool> FakeSlurmClient::UpdateJob(std::uint32_t job_id, const JobUpdate& update) {
+Result<bool> MemorySlurmClient::UpdateJob(std::uint32_t job_id,
+                                          const remediation::JobUpdate& update) {
     if (auto e = Call("update_job", std::to_string(job_id))) return *e;
     auto j = jobs_.find(job_id);
     if (j == jobs_.end()) {
@@ -116,18 +119,19 @@ Result<bool> FakeSlurmClient::UpdateJob(std::uint32_t job_id, const JobUpdate& u
     return true;
 }
 
-Result<std::vector<JobInfo>> FakeSlurmClient::RunningJobsOn(const std::string& node) {
+Result<std::vector<remediation::JobInfo>> MemorySlurmClient::RunningJobsOn(
+    const std::string& node) {
     if (auto e = Call("running_jobs", node)) return *e;
-    std::vector<JobInfo> out;
+    std::vector<remediation::JobInfo> out;
     for (const auto& [id, j] : jobs_) {
         if (j.state != "RUNNING" || j.completing) continue;
-        const auto names = SlurmAdapter::ExpandHostlist(j.nodes);
+        const auto names = remediation::SlurmAdapter::ExpandHostlist(j.nodes);
         if (std::find(names.begin(), names.end(), node) != names.end()) out.push_back(j);
     }
     return out;
 }
 
-Result<bool> FakeSlurmClient::EndJob(std::uint32_t job_id) {
+Result<bool> MemorySlurmClient::EndJob(std::uint32_t job_id) {
     if (auto e = Call("end_job", std::to_string(job_id))) return *e;
     auto j = jobs_.find(job_id);
     if (j == jobs_.end() || j->second.state != "RUNNING") {
@@ -139,14 +143,14 @@ Result<bool> FakeSlurmClient::EndJob(std::uint32_t job_id) {
     return true;
 }
 
-Result<std::vector<SwitchInfo>> FakeSlurmClient::Topology() {
+Result<std::vector<remediation::SwitchInfo>> MemorySlurmClient::Topology() {
     if (auto e = Call("topology", "")) return *e;
     return switches_;
 }
 
-Result<bool> FakeSlurmClient::SetDrain(const std::string& node, const std::string& reason) {
+Result<bool> MemorySlurmClient::SetDrain(const std::string& node, const std::string& reason) {
     if (auto e = Call("drain", node)) return *e;
-    NodeInfo& n = nodes_.at(node);
+    remediation::NodeInfo& n = nodes_.at(node);
     n.drained = true;
     n.reason = reason;
     n.reason_time = now_;
@@ -154,18 +158,18 @@ Result<bool> FakeSlurmClient::SetDrain(const std::string& node, const std::strin
     return true;
 }
 
-Result<bool> FakeSlurmClient::RequestReboot(const std::string& node, const std::string& reason) {
+Result<bool> MemorySlurmClient::RequestReboot(const std::string& node, const std::string& reason) {
     if (auto e = Call("reboot", node)) return *e;
-    NodeInfo& n = nodes_.at(node);
+    remediation::NodeInfo& n = nodes_.at(node);
     n.reboot_pending = true;
     n.reason = reason;
     n.reason_time = now_;
     return true;
 }
 
-Result<bool> FakeSlurmClient::SetResume(const std::string& node) {
+Result<bool> MemorySlurmClient::SetResume(const std::string& node) {
     if (auto e = Call("resume", node)) return *e;
-    NodeInfo& n = nodes_.at(node);
+    remediation::NodeInfo& n = nodes_.at(node);
     n.drained = false;
     n.down = false;
     n.reason.clear();
@@ -173,4 +177,4 @@ Result<bool> FakeSlurmClient::SetResume(const std::string& node) {
     return true;
 }
 
-}  // namespace autoheal::remediation::testing
+}  // namespace autoheal::sim
