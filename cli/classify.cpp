@@ -90,6 +90,8 @@ nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set,
         j["evidence"].push_back(ev);
     }
     j["confidence"] = std::round(d.confidence * 100.0) / 100.0;
+    j["evidence_kind"] =
+        d.evidence_kind.empty() ? nlohmann::json() : nlohmann::json(d.evidence_kind);
     if (!d.escalation.empty()) j["escalation"] = d.escalation;
     j["findings"] = nlohmann::json::array();
     for (const diag::Finding& f : d.findings) {
@@ -151,7 +153,8 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
                     static_cast<unsigned long long>(set.lines));
         return;
     }
-    std::printf("rule:       %s (confidence %.2f)\n", d.rule.c_str(), d.confidence);
+    std::printf("rule:       %s (confidence %.2f, from %s)\n", d.rule.c_str(), d.confidence,
+                d.evidence_kind.c_str());
     if (!d.escalation.empty()) std::printf("escalated:  %s\n", d.escalation.c_str());
     std::printf("evidence:\n");
     for (const diag::Evidence& e : d.evidence) {

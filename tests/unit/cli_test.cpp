@@ -42,6 +42,7 @@ TEST(CliClassify, JsonShapeForAKernelLog) {
     EXPECT_EQ(j["evidence"][0]["line"], 2);
     EXPECT_EQ(j["evidence"][0]["signature"], "xid");
     EXPECT_GT(j["confidence"].get<double>(), 0.5);
+    EXPECT_EQ(j["evidence_kind"], "kernel record");
 }
 
 TEST(CliClassify, ForgedKernelLinesTakeNoNodeOut) {

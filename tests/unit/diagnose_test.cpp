@@ -201,5 +201,25 @@ TEST(Diagnose, EvidenceCarriesLineNumbers) {
     EXPECT_EQ(d.evidence[0].signature, "nvml-driver-mismatch");
 }
 
+TEST(Diagnose, ConfidenceIsCappedByTheEvidencesKind) {
+    // The same fault read from the driver's own record and from a job's message: the kernel's
+    // record may be trusted more, whatever the rule says.
+    Diagnosis kernel = Classify(
+        "[10.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n");
+    EXPECT_EQ(kernel.evidence_kind, "kernel record");
+    EXPECT_GT(kernel.confidence, 0.8);
+    EXPECT_LE(kernel.confidence, 0.95);
+
+    Diagnosis job = Classify("RuntimeError: CUDA error: uncorrectable ECC error encountered\n");
+    EXPECT_EQ(job.cause, "gpu_hbm_memory");
+    EXPECT_EQ(job.evidence_kind, "tool or job output");
+    EXPECT_LE(job.confidence, 0.8);
+    EXPECT_LT(job.confidence, kernel.confidence);
+
+    Diagnosis none = Classify("hello\n");
+    EXPECT_TRUE(none.evidence_kind.empty());
+    EXPECT_EQ(none.confidence, 0.0);
+}
+
 }  // namespace
 }  // namespace autoheal::diag::testing

@@ -195,5 +195,18 @@ TEST(LogLine, ForgedKernelLinesPlanNoNodeAction) {
     EXPECT_FALSE(d.actions.empty());
 }
 
+TEST(LogLine, KernelRecordsAreTheKernelsOwnOrADriverSpeaking) {
+    EXPECT_TRUE(IsKernelRecord("6,1234,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen"));
+    EXPECT_TRUE(IsKernelRecord("Dec  1 10:00:00 node1 kernel: EDAC MC0: 1 UE on DIMM A1"));
+    EXPECT_TRUE(
+        IsKernelRecord("[12345.678901] mce: [Hardware Error]: Machine check events logged"));
+    EXPECT_TRUE(IsKernelRecord("NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable DBE error"));
+    EXPECT_TRUE(IsKernelRecord("node1: mlx5_core 0000:5e:00.0: device's health compromised"));
+    // Another program's record, and a job's line quoting the driver, are not.
+    EXPECT_FALSE(IsKernelRecord("Dec  1 10:00:00 node1 alice: NVRM: Xid (PCI:0000:3b:00): 79"));
+    EXPECT_FALSE(IsKernelRecord("RuntimeError: CUDA error: an illegal memory access"));
+    EXPECT_FALSE(IsKernelRecord("grep found: NVRM: Xid (PCI:0000:3b:00): 79"));
+}
+
 }  // namespace
 }  // namespace autoheal::diag::testing

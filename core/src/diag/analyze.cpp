@@ -27,7 +27,9 @@ std::string NormalizePci(std::string_view raw) {
 }
 
 // The host a line names: its syslog, journald or pdsh prefix ("Mar 27 17:40:36 host kernel:",
-// "2024-..T.. host kernel:", "host: [12.3] ...", log_line.h), else NCCL's "host:pid:tid [n]".
+// "2024-..T.. host kernel:", "host: [12.3] ...", log_line.h), else NCCL's "host:pid:tid [n]"
+// (NCCL's debug prefix, src/debug.cc), at the line's start or after a launcher's own prefix
+// (Open MPI's --tag-output "[1,12]<stdout>:", a time): a host of digits only is a time.
 void FillHost(Evidence* e) {
     if (e->Field("host")) return;
     const LogLine line = ParseLogLine(e->text);
@@ -36,8 +38,14 @@ void FillHost(Evidence* e) {
         return;
     }
     static const RE2 kNccl(R"(^([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
+    static const RE2 kTagged(
+        R"([\s>:]([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL )");
     std::string host;
-    if (RE2::PartialMatch(e->text, kNccl, &host)) e->SetField("host", host);
+    if (RE2::PartialMatch(e->text, kNccl, &host) ||
+        (RE2::PartialMatch(e->text, kTagged, &host) &&
+         host.find_first_not_of("0123456789") != std::string::npos)) {
+        e->SetField("host", host);
+    }
 }
 
 // The catalog's WORKFLOW_NVLINK_ERR for Xid 74: what the first register's bits say.

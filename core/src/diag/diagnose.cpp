@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/log_line.h"
 #include "autoheal/diag/taxonomy.h"
 
 namespace autoheal::diag {
@@ -109,6 +110,32 @@ std::optional<int> SmallNumber(const std::string& text) {
     return std::stoi(text);
 }
 
+// How sure the kind of the deciding evidence lets a diagnosis be, whatever its rule says: the
+// kernel's or a driver's own record of the fault (an Xid, an EDAC or MCE record) is the strongest;
+// a counter the node epilog read through NVML, or a health check, next; a line a tool or the job
+// printed (nvidia-smi, dcgmi, NCCL, a framework's message) after that. The rule's own confidence
+// says how specific its words are (a named CUDA error above a generic exception). The strongest
+// kind among the deciding lines counts.
+struct EvidenceKind {
+    const char* name;
+    double ceiling;
+};
+
+EvidenceKind KindOf(const std::vector<const Evidence*>& evidence) {
+    constexpr EvidenceKind kKernel{"kernel record", 0.95};
+    constexpr EvidenceKind kCounter{"nvml counter", 0.9};
+    constexpr EvidenceKind kOutput{"tool or job output", 0.8};
+    EvidenceKind best = kOutput;
+    for (const Evidence* e : evidence) {
+        if (e->signature == "nvml-delta" || e->signature == "health-check") {
+            if (best.ceiling < kCounter.ceiling) best = kCounter;
+        } else if (IsKernelRecord(e->text)) {
+            return kKernel;
+        }
+    }
+    return best;
+}
+
 void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis* d) {
     for (const Escalation& step : rule.escalate) {
         const std::string& key = step.per == "gpu" ? d->culprit.gpu : d->culprit.node;
@@ -202,7 +229,9 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     d.cause = rule.cause;
     d.requeue = rule.requeue;
     d.interrupts_job = rule.interrupts_job;
-    d.confidence = rule.confidence;
+    const EvidenceKind kind = KindOf(winner->evidence);
+    d.evidence_kind = kind.name;
+    d.confidence = std::min(rule.confidence, kind.ceiling);
     d.actions = rule.actions;
     std::vector<const Evidence*> evidence = winner->evidence;
     for (const Fired& f : fired) {

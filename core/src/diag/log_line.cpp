@@ -276,4 +276,12 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
     return true;
 }
 
+bool IsKernelRecord(std::string_view line) {
+    const LogLine parsed = ParseLogLine(line);
+    if (parsed.origin == LineOrigin::kKernel) return true;
+    if (parsed.origin == LineOrigin::kProcess) return false;
+    const std::size_t message = std::min(parsed.message, line.size());
+    return FirstDriverText(line, message, message + 1) == message;
+}
+
 }  // namespace autoheal::diag

@@ -5,6 +5,10 @@
 #include <re2/set.h>
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -316,6 +320,11 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         }
         if (!impl.slow_set->Compile()) return MakeError("RE2::Set: out of memory");
     }
+#if defined(__GLIBC__)
+    // Hyperscan's compiler frees megabytes of temporaries; give those pages back before the
+    // scan's chunk buffers are allocated, so the two do not add up in the peak RSS.
+    malloc_trim(0);
+#endif
     return std::shared_ptr<const Scanner>(std::move(scanner));
 }
 

@@ -59,7 +59,12 @@ struct Diagnosis {
     Culprit culprit;
     std::string rule;                // the rule that named the cause; empty when none fired
     std::vector<Evidence> evidence;  // what that rule matched (and contributing rules)
-    double confidence = 0.0;
+    double confidence = 0.0;  // the rule's, capped by the evidence's kind, lower on a conflict
+    // The strongest kind among the deciding lines, which caps the confidence: "kernel record"
+    // (the kernel or a driver logged the fault), "nvml counter" (a counter or health check the
+    // node epilog read), "tool or job output" (nvidia-smi, dcgmi, NCCL, a framework); empty
+    // when no rule fired.
+    std::string evidence_kind;
     std::vector<Finding> findings;  // every rule that fired, winner first
     std::string escalation;         // why the plan was escalated, when it was
 };

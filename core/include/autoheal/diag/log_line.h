@@ -63,4 +63,9 @@ std::vector<std::pair<std::size_t, std::size_t>> UserNamedSpans(std::string_view
 bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begin, std::size_t end,
                   bool kernel_only);
 
+// Whether `line` is the kernel's own record by its prefix (kmsg facility 0, a `kernel` tag, a
+// bare dmesg time) or a driver speaking where its message starts ("NVRM: ...", "mlx5_core ...").
+// The strongest kind of evidence: the driver itself saw the fault.
+bool IsKernelRecord(std::string_view line);
+
 }  // namespace autoheal::diag
