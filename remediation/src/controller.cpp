@@ -124,12 +124,8 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};
     CollectReports(env, *times, &in);
-    AgentActed agent;
-    {
-        // Under the lock: an agent acting on this run holds it until its record is final.
-        FileLock lock(env.config.state_dir + "/controller.lock");
-        agent = AddAgentEvidence(env, &in, times->requeued_elsewhere);
-    }
+    const AgentActed agent = AddAgentEvidence(env, &in, times->requeued_elsewhere);
+    DropThisRunFromHistory(&in);
     // autoheal-agent requeued or ended this run while it ran: one requeue per fault.
     times->agent_ended = agent.ended;
     times->requeued_elsewhere = times->requeued_elsewhere || agent.ended;

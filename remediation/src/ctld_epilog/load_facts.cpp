@@ -1,6 +1,8 @@
 // LoadFacts: the job's state from Slurm, the nodes' history and the cluster's topology.
 #include <sys/wait.h>
 
+#include <algorithm>
+
 #include "autoheal/core/resume_record.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/slurm_adapter.h"
@@ -60,6 +62,17 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     if (recent) in->cluster.recent = std::move(*recent);
     if (auto topo = env.slurm.Topology()) in->cluster.switches = std::move(*topo);
     return times;
+}
+
+void DropThisRunFromHistory(DecisionInput* in) {
+    const std::string run = in->job.job + "/run" + std::to_string(in->job.restart_count) + "/";
+    for (auto& [node, records] : in->history) {
+        records.erase(std::remove_if(records.begin(), records.end(),
+                                     [&](const diag::HistoryRecord& h) {
+                                         return h.key.compare(0, run.size(), run) == 0;
+                                     }),
+                      records.end());
+    }
 }
 
 }  // namespace autoheal::remediation
