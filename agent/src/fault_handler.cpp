@@ -133,9 +133,10 @@ std::string DecideAndAct(const AgentEnv& env, const rem::CtldEnv& cenv, rem::Dec
 }
 
 // The agent record of the run is written first with no job_action (the controller epilog waits
-// for it, AddAgentEvidence) and again, final, whatever happened.
+// for it, AddAgentEvidence); `*rec` is left final, whatever happened, to be written once the
+// fault's store is handed over.
 std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag::EvidenceSet& found,
-                     const diag::Diagnosis& local, const rem::JobInfo& job) {
+                     const diag::Diagnosis& local, const rem::JobInfo& job, rem::AgentRecord* out) {
     ScriptContext ctx;
     ctx.job_id = std::to_string(job.id);
     ctx.node = env.node;
@@ -163,7 +164,7 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
         rec.outcome = "failed";
         rec.explanation = line;
     }
-    WriteRecord(env, rec);
+    *out = std::move(rec);
     return line;
 }
 
@@ -258,16 +259,19 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
         out.done.push_back("node " + env.node + ": " + store.error());
         return out;
     }
+    std::vector<rem::AgentRecord> records(jobs->size());
     if (jobs->empty()) {
         out.done.push_back(ActOnIdleNode(env, **store, found));
     } else {
-        for (const rem::JobInfo& job : *jobs) {
-            out.done.push_back(ActOnJob(env, **store, found, local, job));
+        for (std::size_t i = 0; i < jobs->size(); ++i) {
+            out.done.push_back(ActOnJob(env, **store, found, local, (*jobs)[i], &records[i]));
         }
     }
     auto handed = HandOver(env, **store, jobs->empty() ? "idle" : std::to_string(jobs->front().id));
     out.done.push_back(handed ? "handed to the controller: " + *handed
                               : "the fault's records are in this log only: " + handed.error());
+    // Final once the store is there: the controller epilog imports it when the records are.
+    for (const rem::AgentRecord& rec : records) WriteRecord(env, rec);
     return out;
 }
 

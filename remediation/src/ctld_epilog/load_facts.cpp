@@ -33,6 +33,11 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     JobTimes times;
     times.start_time = job->start_time;
     times.end_time = job->end_time;
+    // A run being requeued (autoheal-agent requeues it while it runs, with an early begin time)
+    // may have its start time moved by Slurm to the next run's begin already: this run's start
+    // is unknown then, and its reports are held to the job, node and run only (else every report
+    // waits out results_wait_seconds, and the rerun with it).
+    if (job->being_requeued) times.start_time = 0;
     // Requeued already (by Slurm after a prolog failure or a node failure, by an admin, or by an
     // earlier run of this program): record what the nodes saw, leave the job alone.
     times.requeued_elsewhere = job->being_requeued;

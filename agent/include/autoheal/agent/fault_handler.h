@@ -11,10 +11,12 @@
 //    (the same deduplication keys as the controller epilog's: one incident per fault), Act (the
 //    plan executor: breaker and admin drains respected), the job's end by agent.on_fault
 //    (requeue excluding the node / end with the explanation / notify), Explain (the decision
-//    file, from which the node epilogs append the explanation to the job's output); the agent
-//    record again, final, with what was done. The controller epilog of that run decides again
-//    with the node's history (its escalation does not count this run's own incidents) and never
-//    requeues a run the agent ended.
+//    file, from which the node epilogs append the explanation to the job's output). The
+//    fault's store is then handed over, and only then the agent record written again, final,
+//    with what was done: the controller epilog, which waits for the final record, finds the
+//    store there and imports it before it records the run (the agent's actions come first). The
+//    controller epilog of that run decides again with the node's history (its escalation does not
+//    count this run's own incidents) and never requeues a run the agent ended.
 // 3. No job on the node: the fault is recorded and the plan executed, so the node is out before
 //    a job lands there. That decision has no history (the store is the controller's): a repeat
 //    escalates when the controller sees the node's next fault.
