@@ -2,7 +2,7 @@
 // autoheal-agent.service): follows the kernel log live and acts on a fault the rules mark
 // `interrupts_job` while the job still runs (agent/include/autoheal/agent/fault_handler.h).
 //   autoheal-agent [--node NAME]     NAME: the node's Slurm name (default: the short hostname)
-// Runs until SIGTERM or SIGINT; writes a heartbeat (state_dir/agents/<node>.json) every
+// Runs until SIGTERM or SIGINT; writes a heartbeat (state_dir/jobs/agents/<node>.json) every
 // agent.heartbeat_interval. Exits 1 when it cannot start (config, rules), 2 on usage.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -41,12 +41,13 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
     const rem::AgentConfig& ac = start.settings.agent;
     auto engine = rem::LoadEngine(autoheal::SelfExePath(), config.state_dir);
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
-    // Opened for each fault (fault_handler.h), not held.
-    const std::string store_path = config.state_dir + "/incidents.sqlite";
     rem::SlurmAdapter slurm(rc.slurm_conf);
     rem::SystemClock clock;
-    const agent::AgentEnv env{config, rc, rc.tickets, ac, *engine, store_path, slurm, clock, node};
-    agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes);
+    const agent::AgentEnv env{config, rc, rc.tickets, ac, *engine, slurm, clock, node};
+    // Where it is in the kernel log, in this node's state_dir: a restarted agent reads what came
+    // while it was down.
+    agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes,
+                                   config.state_dir + "/agent-" + node + ".kernel-position");
     rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
     spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms", node,
                  follower.source(), rem::OnFaultName(ac.on_fault),
@@ -63,6 +64,10 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
             for (const std::string& d : h.done) {
                 spdlog::warn("autoheal: agent: {} ({}): {}", h.cause, h.rule, d);
             }
+        }
+        if (lines) {
+            auto saved = follower.Save();  // after the lines were handled
+            if (!saved) spdlog::warn("autoheal: agent: {}", saved.error());
         }
         if (std::chrono::steady_clock::now() >= next_beat) {
             auto w = heartbeat.Write(clock.Now());

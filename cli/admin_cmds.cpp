@@ -169,7 +169,7 @@ nlohmann::json AgentsJson(const std::vector<remediation::HeartbeatRecord>& agent
     return a;
 }
 
-// autoheal-agent's heartbeats (state_dir/agents/<node>.json), one line per node.
+// autoheal-agent's heartbeats (state_dir/jobs/agents/<node>.json), one line per node.
 void PrintAgents(const std::vector<remediation::HeartbeatRecord>& agents, std::int64_t now) {
     std::printf("agents: %zu\n", agents.size());
     if (agents.empty()) return;

@@ -1,13 +1,17 @@
 #include "autoheal/agent/fault_handler.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 
 #include "autoheal/core/files.h"
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
-#include "autoheal/remediation/file_lock.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/slurm_retry.h"
@@ -94,8 +98,45 @@ std::string EndWithExplanation(const rem::CtldEnv& env, const AgentEnv& agent, r
     return failure.empty() ? "done" : "failed";
 }
 
+// Decides the run under the controller's steps and ends the job by agent.on_fault; sets
+// rec->job_action and rec->outcome when it acted. Returns the line for the log.
+std::string DecideAndAct(const AgentEnv& env, const rem::CtldEnv& cenv, rem::DecisionInput* in,
+                         const rem::JobInfo& job, rem::AgentRecord* rec) {
+    const std::string& id = cenv.ctx.job_id;
+    auto times = rem::LoadFacts(cenv, in);
+    if (!times) return "job " + id + ": " + times.error();
+    if (times->requeued_elsewhere) {
+        rec->job_action = "none";
+        rec->explanation = "the job was being requeued already";
+        return "job " + id + ": requeued already, left alone";
+    }
+    in->job.failed = true;  // the fault stops it, whether or not it has noticed yet
+    auto d = rem::DecideJob(cenv, in, *times);
+    if (!d) return "job " + id + ": " + d.error();
+    auto incidents = rem::RecordIncidents(cenv, *in, *d);
+    if (!incidents) return "job " + id + ": " + incidents.error();
+    const rem::ActOutcome acted = rem::Act(cenv, *in, *d, *incidents);
+    std::string failure;
+    if (d->requeue && env.agent.on_fault == OnFault::kRequeue) {
+        failure = rem::Requeue(cenv, *in, &*d, *incidents);
+        rec->job_action = "requeue";
+        rec->outcome = env.rc.dry_run ? "dry-run" : failure.empty() ? "done" : "failed";
+    } else {
+        rec->job_action = env.agent.on_fault == OnFault::kNotify ? "notify" : "end";
+        rec->outcome = EndWithExplanation(cenv, env, &*d, *incidents, job.id);
+    }
+    rem::Explain(cenv, *in, *d, *times, failure, acted.asked);
+    rec->explanation = d->explanation;
+    std::string line = "job " + id + ": " + rec->job_action + " " + rec->outcome;
+    for (const std::string& x : acted.done) line += "; " + x;
+    return line + "; " + d->explanation;
+}
+
+// The agent record of the run is written first with no job_action (the controller epilog waits
+// for it, AddAgentEvidence); `*rec` is left final, whatever happened, to be written once the
+// fault's store is handed over.
 std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag::EvidenceSet& found,
-                     const diag::Diagnosis& local, const rem::JobInfo& job) {
+                     const diag::Diagnosis& local, const rem::JobInfo& job, rem::AgentRecord* out) {
     ScriptContext ctx;
     ctx.job_id = std::to_string(job.id);
     ctx.node = env.node;
@@ -117,37 +158,14 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
     rec.gpu = local.culprit.gpu;
     rec.evidence = found;
     WriteRecord(env, rec);  // the evidence is on record before anything is done
-
-    rem::FileLock lock(env.config.state_dir + "/controller.lock");
-    auto times = rem::LoadFacts(cenv, &in);
-    if (!times) return "job " + ctx.job_id + ": " + times.error();
-    if (times->requeued_elsewhere) {
+    const std::string line = DecideAndAct(env, cenv, &in, job, &rec);
+    if (rec.job_action.empty()) {  // it stopped before acting
         rec.job_action = "none";
-        rec.explanation = "the job was being requeued already";
-        WriteRecord(env, rec);
-        return "job " + ctx.job_id + ": requeued already, left alone";
+        rec.outcome = "failed";
+        rec.explanation = line;
     }
-    in.job.failed = true;  // the fault stops it, whether or not it has noticed yet
-    auto d = rem::DecideJob(cenv, &in, *times);
-    if (!d) return "job " + ctx.job_id + ": " + d.error();
-    auto incidents = rem::RecordIncidents(cenv, in, *d);
-    if (!incidents) return "job " + ctx.job_id + ": " + incidents.error();
-    const rem::ActOutcome acted = rem::Act(cenv, in, *d, *incidents);
-    std::string failure;
-    if (d->requeue && env.agent.on_fault == OnFault::kRequeue) {
-        failure = rem::Requeue(cenv, in, &*d, *incidents);
-        rec.job_action = "requeue";
-        rec.outcome = env.rc.dry_run ? "dry-run" : failure.empty() ? "done" : "failed";
-    } else {
-        rec.job_action = env.agent.on_fault == OnFault::kNotify ? "notify" : "end";
-        rec.outcome = EndWithExplanation(cenv, env, &*d, *incidents, job.id);
-    }
-    rem::Explain(cenv, in, *d, *times, failure, acted.asked);
-    rec.explanation = d->explanation;
-    WriteRecord(env, rec);
-    std::string line = "job " + ctx.job_id + ": " + rec.job_action + " " + rec.outcome;
-    for (const std::string& x : acted.done) line += "; " + x;
-    return line + "; " + d->explanation;
+    *out = std::move(rec);
+    return line;
 }
 
 // No job on the node: record the fault and carry out its plan, so no job lands on the node.
@@ -159,12 +177,8 @@ std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
     rem::DecisionInput in = InputFor(env, found, "", 0);
     in.job.nodes = {env.node};
     const std::int64_t now = env.clock.Now();
-    if (auto h = store.History(now - 90 * std::int64_t{86400}, env.node, "")) {
-        in.history.emplace_back(env.node, std::move(*h));
-    }
     rem::JobTimes times;
     times.requeued_elsewhere = true;  // no job: no job run to record
-    rem::FileLock lock(env.config.state_dir + "/controller.lock");
     auto d = rem::DecideJob(cenv, &in, times);
     if (!d) return "node " + env.node + " (idle): " + d.error();
     rem::Incidents incidents;
@@ -193,6 +207,29 @@ std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
     return line;
 }
 
+// Saves the fault's store whole into AgentSpoolDir (through a temporary file of this node:
+// SQLite writes the copy, the one atomic writer puts it in place, given to the owner of jobs/),
+// where the controller epilog imports it. Returns the file's path.
+Result<std::string> HandOver(const AgentEnv& env, rem::IncidentStore& store,
+                             const std::string& what) {
+    static int handed = 0;
+    const std::string name = env.node + "-" + what + "-" + std::to_string(env.clock.Now()) + "-" +
+                             std::to_string(::getpid()) + "-" + std::to_string(++handed);
+    std::string tmp = (std::filesystem::temp_directory_path() / "autoheal-agent-XXXXXX").string();
+    const int fd = ::mkstemp(tmp.data());  // empty: VACUUM INTO writes an empty file
+    if (fd < 0) return MakeError(tmp + ": " + std::strerror(errno));
+    ::close(fd);
+    auto saved = store.SaveTo(tmp);
+    auto bytes =
+        saved ? ReadSmallFile(tmp, rem::kMaxRecordBytes) : Result<std::string>(saved.status());
+    std::remove(tmp.c_str());
+    if (!bytes) return bytes.status();
+    const std::string path = rem::AgentSpoolDir(env.config.state_dir) + "/" + name + ".sqlite";
+    auto w = rem::WriteJobRecord(env.config.state_dir, path, *bytes, 0640);
+    if (!w) return w.status();
+    return path;
+}
+
 }  // namespace
 
 FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
@@ -216,20 +253,25 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
         out.done.push_back("node " + env.node + ": " + jobs.error());
         return out;
     }
-    auto store = rem::IncidentStore::Open(env.store_path);
-    const std::string handed = rem::GiveStoreToStateDirOwner(env.config.state_dir, env.store_path);
-    if (!handed.empty()) out.done.push_back("incident store: " + handed);
+    // The fault's own store, in memory; handed to the controller when done (no store on a node).
+    auto store = rem::IncidentStore::OpenInMemory();
     if (!store) {
         out.done.push_back("node " + env.node + ": " + store.error());
         return out;
     }
+    std::vector<rem::AgentRecord> records(jobs->size());
     if (jobs->empty()) {
         out.done.push_back(ActOnIdleNode(env, **store, found));
-        return out;
+    } else {
+        for (std::size_t i = 0; i < jobs->size(); ++i) {
+            out.done.push_back(ActOnJob(env, **store, found, local, (*jobs)[i], &records[i]));
+        }
     }
-    for (const rem::JobInfo& job : *jobs) {
-        out.done.push_back(ActOnJob(env, **store, found, local, job));
-    }
+    auto handed = HandOver(env, **store, jobs->empty() ? "idle" : std::to_string(jobs->front().id));
+    out.done.push_back(handed ? "handed to the controller: " + *handed
+                              : "the fault's records are in this log only: " + handed.error());
+    // Final once the store is there: the controller epilog imports it when the records are.
+    for (const rem::AgentRecord& rec : records) WriteRecord(env, rec);
     return out;
 }
 

@@ -2,9 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <ctime>
+#include <map>
 #include <utility>
 
+#include "autoheal/core/files.h"
 #include "autoheal/remediation/evidence_sources.h"
 
 namespace autoheal::agent {
@@ -25,10 +29,20 @@ bool StampAfter(const std::string& a, const std::string& b) {
     return as != bs ? as > bs : au > bu;
 }
 
+// This boot's id ("" where the kernel does not say).
+std::string BootId() {
+    auto id = ReadSmallFile("/proc/sys/kernel/random/boot_id", 256);
+    if (!id) return "";
+    std::string out = *id;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+}
+
 }  // namespace
 
-KernelFollower::KernelFollower(std::string source, std::uint64_t max_bytes)
-    : source_(std::move(source)), max_bytes_(max_bytes) {
+KernelFollower::KernelFollower(std::string source, std::uint64_t max_bytes, std::string state_file)
+    : source_(std::move(source)), max_bytes_(max_bytes), state_file_(std::move(state_file)) {
+    if (Restore()) return;
     cursor_ = remediation::KernelLogCursor(source_);
     if (source_ == "kmsg") {
         // The newest record's stamp: what is there now was before the agent.
@@ -39,6 +53,60 @@ KernelFollower::KernelFollower(std::string source, std::uint64_t max_bytes)
                 Stamp(std::string_view(*text).substr(last == std::string::npos ? 0 : last + 1));
         }
     }
+}
+
+// "boot <id>\nsource <source>\ncursor <cursor>\nstamp <stamp>\n": a position holds for one
+// source and one boot only (kmsg's stamps start again at a boot).
+std::string KernelFollower::StateText() const {
+    return "boot " + BootId() + "\nsource " + source_ + "\ncursor " + cursor_ + "\nstamp " +
+           last_stamp_ + "\n";
+}
+
+namespace {
+// A position kept longer ago than this is not resumed: an agent stopped for long (not restarted
+// after a crash) starts at the end, as on its first start, rather than act on old faults. Save
+// rewrites the file at least this often while it runs.
+constexpr std::int64_t kResumeWithinSeconds = 300;
+constexpr std::int64_t kRefreshSeconds = 60;
+
+std::int64_t AgeOf(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return INT64_MAX;
+    return static_cast<std::int64_t>(::time(nullptr)) - static_cast<std::int64_t>(st.st_mtime);
+}
+}  // namespace
+
+bool KernelFollower::Restore() {
+    if (state_file_.empty() || AgeOf(state_file_) > kResumeWithinSeconds) return false;
+    auto text = ReadSmallFile(state_file_, 1 << 16);
+    if (!text) return false;
+    std::map<std::string, std::string> fields;
+    std::size_t pos = 0;
+    while (pos < text->size()) {
+        std::size_t nl = text->find('\n', pos);
+        if (nl == std::string::npos) nl = text->size();
+        const std::string line = text->substr(pos, nl - pos);
+        const std::size_t sp = line.find(' ');
+        fields[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(sp + 1);
+        pos = nl + 1;
+    }
+    if (fields["boot"] != BootId() || fields["source"] != source_ || fields["cursor"].empty()) {
+        return false;
+    }
+    cursor_ = fields["cursor"];
+    last_stamp_ = fields["stamp"];
+    saved_ = *text;
+    return true;
+}
+
+Result<bool> KernelFollower::Save() {
+    if (state_file_.empty()) return false;
+    const std::string text = StateText();
+    if (text == saved_ && AgeOf(state_file_) < kRefreshSeconds) return false;
+    auto w = WriteFileAtomically(state_file_, text, 0600, 0755);
+    if (!w) return w;
+    saved_ = text;
+    return true;
 }
 
 Result<std::string> KernelFollower::Poll() { return source_ == "kmsg" ? PollKmsg() : PollFile(); }

@@ -7,11 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "autoheal/core/files.h"
+#include "autoheal/remediation/job_records.h"
 
 namespace autoheal::remediation {
 
 std::string HeartbeatFile(const std::string& state_dir, const std::string& node) {
-    return state_dir + "/agents/" + node + ".json";
+    return AgentsDir(state_dir) + "/" + node + ".json";
 }
 
 std::string HeartbeatToJson(const HeartbeatRecord& r) {
@@ -58,7 +59,7 @@ Result<HeartbeatRecord> HeartbeatFromJson(const std::string& json) {
 std::vector<HeartbeatRecord> ReadHeartbeats(const std::string& state_dir) {
     std::vector<HeartbeatRecord> out;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(state_dir + "/agents", ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(AgentsDir(state_dir), ec)) {
         if (e.path().extension() != ".json") continue;
         auto text = ReadSmallFile(e.path().string(), 1 << 16);
         if (!text) continue;
@@ -93,8 +94,9 @@ void Heartbeat::SawFault(const std::string& rule, std::int64_t now) {
 
 Result<bool> Heartbeat::Write(std::int64_t now) {
     record_.time = now;
-    return WriteFileAtomically(HeartbeatFile(state_dir_, record_.node), HeartbeatToJson(record_),
-                               0644, 0755);
+    // As the agent's other records: given to the owner of jobs/.
+    return WriteJobRecord(state_dir_, HeartbeatFile(state_dir_, record_.node),
+                          HeartbeatToJson(record_), 0644);
 }
 
 }  // namespace autoheal::remediation

@@ -124,12 +124,11 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     auto times = LoadFacts(env, &in);
     if (!times) return {false, times.error()};
     CollectReports(env, *times, &in);
-    AgentActed agent;
-    {
-        // Under the lock: an agent acting on this run holds it until its record is final.
-        FileLock lock(env.config.state_dir + "/controller.lock");
-        agent = AddAgentEvidence(env, &in, times->requeued_elsewhere);
-    }
+    const AgentActed agent = AddAgentEvidence(env, &in, times->requeued_elsewhere);
+    DropThisRunFromHistory(&in);
+    // The agents' stores (an agent hands its store over before its record is final) and the
+    // spool, before this run records: what the agent did to this run is on its incidents first.
+    if (!env.spooling) ImportSpooledRuns(env);
     // autoheal-agent requeued or ended this run while it ran: one requeue per fault.
     times->agent_ended = agent.ended;
     times->requeued_elsewhere = times->requeued_elsewhere || agent.ended;
@@ -180,7 +179,6 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
         done.push_back("store failing: run kept in the spool");
         return {true, Summary(in, *decision, done)};
     }
-    ImportSpooledRuns(env);
     {
         // The tickets this run queued in the store are delivered after the decision, by
         // whichever job end holds the ticket lock (bounded: ticket_budget_seconds plus one

@@ -353,6 +353,7 @@ Result<int> IncidentStore::ImportAttached() {
             existing.Bind(1, rows.Text(9));
             if (existing.Step() != SQLITE_ROW) return fail();
             new_id = existing.Int(0);
+            existing.Reset();  // no read left open: DROP TABLE below fails while one is
         }
         map.Reset();
         map.Bind(1, old_id);
@@ -532,11 +533,11 @@ Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t sin
                                                                 const std::string& gpu) {
     // One constant query per filter, so each can use its (column, time) index.
     const char* sql =
-        !node.empty()  ? "SELECT time, node, gpu, rule, cause, job FROM incidents "
+        !node.empty()  ? "SELECT time, node, gpu, rule, cause, job, dedup_key FROM incidents "
                          "WHERE node = ?3 AND time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2"
-        : !gpu.empty() ? "SELECT time, node, gpu, rule, cause, job FROM incidents "
+        : !gpu.empty() ? "SELECT time, node, gpu, rule, cause, job, dedup_key FROM incidents "
                          "WHERE gpu = ?3 AND time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2"
-                       : "SELECT time, node, gpu, rule, cause, job FROM incidents "
+                       : "SELECT time, node, gpu, rule, cause, job, dedup_key FROM incidents "
                          "WHERE time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2";
     Statement select(db_, sql);
     select.Bind(1, since);
@@ -556,6 +557,7 @@ Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t sin
         h.rule = select.Text(3);
         h.cause = select.Text(4);
         h.job = select.Text(5);
+        h.key = select.Text(6);
     }
     if (rc != SQLITE_DONE) {
         return MakeError("incident store " + path_ + ": history: " + Describe(db_));

@@ -52,7 +52,7 @@ Result<int> CleanOldJobRecords(const std::string& state_dir, std::int64_t older_
          it.increment(ec)) {
         ++examined;
         const std::string name = it->path().filename().string();
-        if (!SafePathPart(name) || name == keep_job) continue;
+        if (!SafePathPart(name) || name == keep_job || name == kAgentsFolder) continue;
         struct stat st {};
         if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
         if (st.st_mtime >= older_than) continue;
@@ -428,6 +428,10 @@ Result<DecisionRecord> DecisionRecordFromJson(const std::string& json) {
 bool AgentRecord::EndedRun() const {
     return (job_action == "requeue" || job_action == "end") && outcome == "done";
 }
+
+std::string AgentsDir(const std::string& state_dir) { return state_dir + "/jobs/" + kAgentsFolder; }
+
+std::string AgentSpoolDir(const std::string& state_dir) { return AgentsDir(state_dir) + "/spool"; }
 
 std::string AgentFile(const std::string& state_dir, const std::string& job, int restart,
                       const std::string& node) {

@@ -289,25 +289,41 @@ start_slurmctld() {
 # --- autoheal-agent, one per slurmd (agent/): its node's kernel log (remediation.kernel_log's %n),
 # the fake NVML of health.nvml_library, its node name. Installed always; started here with
 # AUTOHEAL_CLUSTER_AGENTS=1 (the bench), else by the scenarios that need them
-# (tests/integration: AgentE2E, bin/start-agents). stop.sh stops them by PID (run/agent-*.pid).
+# (tests/integration: AgentE2E, bin/start-agents). bin/start-agents keeps each agent running as
+# systemd's Restart=always does in production: a supervisor (run/agent-supervisor-nodeN.pid)
+# starts it again 0.2 s after it dies; run/agent-nodeN.pid is the running agent's. stop.sh stops
+# them by PID (run/agent-*.pid: the supervisor stops its agent on SIGTERM).
 start_agents() {
     [ -x "$build_dir/bin/autoheal-agent" ] || { log "missing $build_dir/bin/autoheal-agent: run make first"; return 1; }
     cp "$build_dir/bin/autoheal-agent" "$cluster_dir/bin/"
+    cat >"$cluster_dir/bin/supervise-agent" <<SH
+#!/bin/bash
+# supervise-agent NODE: runs autoheal-agent for NODE, again whenever it dies, until SIGTERM.
+node=\$1
+trap 'kill -TERM "\$child" 2>/dev/null; wait "\$child"; exit 0' TERM INT
+while :; do
+    "$cluster_dir/bin/autoheal-agent" --node "\$node" </dev/null >>"$cluster_dir/log/agent-\$node.out" 2>&1 &
+    child=\$!
+    echo "\$child" >"$cluster_dir/run/agent-\$node.pid"
+    wait "\$child"
+    sleep 0.2
+done
+SH
     cat >"$cluster_dir/bin/start-agents" <<SH
 #!/bin/bash
 for i in \$(seq 1 $cluster_nodes); do
-    setsid "$cluster_dir/bin/autoheal-agent" --node "node\$i" </dev/null >>"$cluster_dir/log/agent-node\$i.out" 2>&1 &
-    echo \$! >"$cluster_dir/run/agent-node\$i.pid"
+    setsid "$cluster_dir/bin/supervise-agent" "node\$i" </dev/null >/dev/null 2>&1 &
+    echo \$! >"$cluster_dir/run/agent-supervisor-node\$i.pid"
 done
 SH
-    chmod 755 "$cluster_dir/bin/start-agents"
+    chmod 755 "$cluster_dir/bin/start-agents" "$cluster_dir/bin/supervise-agent"
     [ "${AUTOHEAL_CLUSTER_AGENTS:-0}" = 1 ] || return 0
     local i
     for i in $(seq 1 "$cluster_nodes"); do
         spawn "agent-node$i" "$cluster_dir/bin/autoheal-agent" --node "node$i"
     done
     wait_for 10 "the agents' heartbeats" bash -c \
-        "[ \$(ls '$cluster_dir/state/autoheal/agents' 2>/dev/null | wc -l) -ge $cluster_nodes ]"
+        "[ \$(ls '$cluster_dir/state/autoheal/jobs/agents/'*.json 2>/dev/null | wc -l) -ge $cluster_nodes ]"
 }
 
 all_idle() {

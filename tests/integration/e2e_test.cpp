@@ -285,6 +285,7 @@ void ResetCluster() {
     fs::remove(StateDir() + "/incidents.sqlite-wal");
     fs::remove(StateDir() + "/incidents.sqlite-shm");
     fs::remove_all(StateDir() + "/tickets");
+    fs::remove_all(StateDir() + "/jobs/agents/spool");
     // The lab's records of reboots and GPU resets are per scenario too.
     fs::remove(ClusterDir() + "/log/reboots.log");
     fs::remove(ClusterDir() + "/log/gpu-resets.log");
@@ -956,6 +957,11 @@ class AgentE2E : public E2E {
   protected:
     void SetUp() override {
         E2E::SetUp();
+        // The agents start afresh: where an earlier scenario's agents were in the kernel logs is
+        // no longer theirs (other scenarios wrote faults there since).
+        for (int i = 1; i <= 4; ++i) {
+            fs::remove(StateDir() + "/agent-node" + std::to_string(i) + ".kernel-position");
+        }
         ASSERT_EQ(RunCommand({ClusterDir() + "/bin/start-agents"}).exit_code, 0);
         ASSERT_TRUE(WaitUntil(
             [] {
@@ -963,7 +969,7 @@ class AgentE2E : public E2E {
                     const std::string pid =
                         ReadFile(ClusterDir() + "/run/agent-node" + std::to_string(i) + ".pid");
                     const std::string beat =
-                        ReadFile(StateDir() + "/agents/node" + std::to_string(i) + ".json");
+                        ReadFile(StateDir() + "/jobs/agents/node" + std::to_string(i) + ".json");
                     if (pid.empty() || beat.find("\"pid\":" + pid.substr(0, pid.find('\n'))) ==
                                            std::string::npos) {
                         return false;
@@ -976,14 +982,22 @@ class AgentE2E : public E2E {
     }
     void TearDown() override {
         for (int i = 1; i <= 4; ++i) {
-            const std::string f = ClusterDir() + "/run/agent-node" + std::to_string(i) + ".pid";
-            const std::string pid = ReadFile(f);
-            if (!pid.empty()) ::kill(std::stoi(pid), SIGTERM);
-            fs::remove(f);
+            // The supervisor first (it stops its agent), then the agent.
+            for (const char* what : {"/run/agent-supervisor-node", "/run/agent-node"}) {
+                const std::string f = ClusterDir() + what + std::to_string(i) + ".pid";
+                const std::string pid = ReadFile(f);
+                if (!pid.empty()) ::kill(std::stoi(pid), SIGTERM);
+                fs::remove(f);
+            }
         }
         E2E::TearDown();
     }
 };
+
+std::string AgentPid(const std::string& node) {
+    const std::string pid = ReadFile(ClusterDir() + "/run/agent-" + node + ".pid");
+    return pid.substr(0, pid.find('\n'));
+}
 
 // A job that hangs: it checkpoints every 5 steps and runs until told to stop (fault()-stop).
 TrainingJob HungJob(const std::string& name) {
@@ -1047,33 +1061,42 @@ TEST_F(AgentE2E, AgentRequeuesAHungJobAfterXid79ExcludingTheNode) {
 }
 
 // 2. A fault on an idle node: out of service within a second or two, before a job lands there
-//    (the plan's reboot then brings it back, as after any Xid 79).
+//    (the plan's reboot then brings it back, as after any Xid 79). The agent opens no store: the
+//    next job end imports what it handed to the controller (jobs/agents/spool).
 TEST_F(AgentE2E, AgentTakesAnIdleNodeOutBeforeTheNextJob) {
+    const std::string ctld_log = ClusterDir() + "/log/slurmctld.log";
+    const std::size_t log_before = ReadFile(ctld_log).size();
     const auto fault_at = std::chrono::steady_clock::now();
     InjectKernel("node4", Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
     // The lab's reboot is quick and returns the node to service, so the DRAIN state may last
-    // less than one poll: the store's record of the drain is what lasts.
-    ASSERT_TRUE(WaitUntil(
-        [] {
-            return Query(
-                       "SELECT count(*) FROM actions WHERE action = 'drain' AND target = "
-                       "'node4' AND outcome = 'done'") == std::vector<std::string>{"1"};
-        },
-        std::chrono::seconds(5)))
+    // less than one poll: slurmctld's record of the reason is what lasts.
+    const std::string reason = "node node4 reason set to: autoheal: faulty_gpu xid=79";
+    ASSERT_TRUE(
+        WaitUntil([&] { return ReadFile(ctld_log).find(reason, log_before) != std::string::npos; },
+                  std::chrono::seconds(5)))
         << ShowNode("node4")["State"] << "\n"
         << AutohealLog();
     const double drained_s = SecondsSince(fault_at);
     RecordProperty("agent_idle_fault_to_drain_s", std::to_string(drained_s));
     std::cout << "agent: idle fault to drain " << drained_s << " s\n";
     EXPECT_LT(drained_s, 2.0);
-    EXPECT_THAT(ReadFile(ClusterDir() + "/log/slurmctld.log"),
-                HasSubstr("node node4 reason set to: autoheal: faulty_gpu xid=79"));
     EXPECT_TRUE(WaitUntil([] {
         return ReadFile(ClusterDir() + "/log/reboots.log").find("reboot node4") !=
                std::string::npos;
     }));
+    EXPECT_TRUE(Query("SELECT id FROM incidents").empty());  // the controller's, untouched
+    TrainingJob next{"agent-next"};
+    next.steps = 1;
+    auto id = Track(next.Submit({"-N", "1", "-w", "node1"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(20)));
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(30)));
     EXPECT_EQ(Query("SELECT count(*) FROM incidents WHERE node = 'node4'"),
               std::vector<std::string>{"1"});
+    EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'drain' AND target = 'node4' AND "
+                    "outcome = 'done'"),
+              std::vector<std::string>{"1"});
+    EXPECT_TRUE(fs::is_empty(StateDir() + "/jobs/agents/spool"));
 }
 
 // 3. An Xid 13 from the job's own kernel is not an interrupting cause: the job runs on.
@@ -1110,6 +1133,68 @@ TEST_F(AgentE2E, AgentEndsAJobWithoutAutoResumeWithAnExplanation) {
     const std::string why = Explanation(job, *id);
     EXPECT_THAT(why, HasSubstr("autoheal: ended the job: faulty_gpu on " + culprit));
     EXPECT_THAT(why, HasSubstr("not requeued: the job did not ask for --auto-resume"));
+}
+
+// 5. The agent killed mid-job (its supervisor, systemd in production, starts it again): the Xid
+//    written while it was down is read by the new agent from where the old one stopped, and the
+//    hung job is requeued as in 1.
+TEST_F(AgentE2E, AKilledAgentIsRestartedAndMissesNothing) {
+    TrainingJob job = HungJob("agent-killed");
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil(
+        [&] { return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos; }));
+    const std::string culprit = Nodes(ShowJob(*id)["NodeList"]).back();
+    const std::string old_pid = AgentPid(culprit);
+    ASSERT_FALSE(old_pid.empty());
+    // Stopped, so the line is surely written while it is down, then killed.
+    ASSERT_EQ(::kill(std::stoi(old_pid), SIGSTOP), 0);
+    InjectKernel(culprit, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    ASSERT_EQ(::kill(std::stoi(old_pid), SIGKILL), 0);
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(15)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadFile(ClusterDir() + "/log/agent-" + culprit + ".out");
+    const std::string new_pid = AgentPid(culprit);
+    EXPECT_NE(new_pid, old_pid);
+    EXPECT_TRUE(WaitUntil([&] {
+        return ReadFile(StateDir() + "/jobs/agents/" + culprit + ".json")
+                   .find("\"pid\":" + new_pid) != std::string::npos;
+    }));
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], culprit);
+    std::ofstream(job.fault() + "-stop") << "";
+}
+
+// 6. The breaker open (autoheal already holds as many nodes as it may): the agent requeues the
+//    hung job away from the node but holds the drain and alerts.
+TEST_F(AgentE2E, WithTheBreakerOpenTheAgentHoldsInsteadOfDraining) {
+    for (const char* n : {"node3", "node4"}) {
+        ASSERT_EQ(RunCommand({"scontrol", "update", std::string("nodename=") + n, "state=drain",
+                              "reason=autoheal: faulty_gpu (test)"})
+                      .exit_code,
+                  0);
+    }
+    TrainingJob job = HungJob("agent-breaker");
+    auto id =
+        Track(job.Submit({"-N", "2", "-w", "node1,node2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil(
+        [&] { return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos; }));
+    const std::string ctld_log = ClusterDir() + "/log/slurmctld.log";
+    const std::size_t log_before = ReadFile(ctld_log).size();
+    InjectKernel("node2", Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(15)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], "node2");
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
+    EXPECT_THAT(ShowNode("node2")["State"], Not(HasSubstr("DRAIN")));
+    EXPECT_THAT(ReadFile(ctld_log).substr(log_before), Not(HasSubstr("node node2 reason set to")));
+    EXPECT_THAT(AutohealLog(), HasSubstr("ALERT: breaker open"));
+    EXPECT_THAT(Query("SELECT DISTINCT action || ' ' || target FROM actions WHERE outcome = "
+                      "'held'"),
+                ::testing::Contains("held node2"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // real file, the agent settings and the heartbeat.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "autoheal/agent/fault_handler.h"
@@ -46,10 +47,19 @@ class AgentTest : public ::testing::Test {
         return job;
     }
     FaultHandled Handle(const std::string& node, const std::string& line) {
-        const AgentEnv env{t.config, t.rc,     t.tickets,
-                           agent,    t.engine, (t.dir / "incidents.sqlite").string(),
-                           t.slurm,  t.clock,  node};
+        const AgentEnv env{t.config, t.rc, t.tickets, agent, t.engine, t.slurm, t.clock, node};
         return HandleKernelLines(env, line + "\n");
+    }
+    // What the controller epilog does first with the agents' stores (ImportSpooledRuns).
+    int Import() { return rem::ImportSpooledRuns(t.Env()); }
+    int SpooledFiles() {
+        int n = 0;
+        std::error_code ec;
+        for (const auto& e :
+             std::filesystem::directory_iterator(rem::AgentSpoolDir(t.config.state_dir), ec)) {
+            n += e.path().extension() == ".sqlite" ? 1 : 0;
+        }
+        return n;
     }
     std::optional<rem::AgentRecord> Record(const std::string& job, const std::string& node) {
         auto text = ReadSmallFile(rem::AgentFile(t.config.state_dir, job, 0, node), 1 << 20);
@@ -90,7 +100,60 @@ TEST_F(AgentTest, Xid79RequeuesAnAutoResumeJobExcludingTheNodeAndDrainsIt) {
     auto resume = ReadSmallFile(ResumeRecordPath(t.config.state_dir, "42"), 1 << 16);
     ASSERT_TRUE(resume);
     EXPECT_NE(resume->find("node2"), std::string::npos);
+    // The node opened no store: its fault's store is handed to the controller, which imports it.
+    EXPECT_EQ(IncidentsOn("node2"), 0);
+    EXPECT_EQ(SpooledFiles(), 1);
+    EXPECT_EQ(Import(), 2);  // the node's incident and the job's
     EXPECT_EQ(IncidentsOn("node2"), 1);
+    EXPECT_EQ(SpooledFiles(), 0);
+    bool requeue_recorded = false;
+    for (const std::string& a : t.Actions()) requeue_recorded |= a == "requeue 42/run0 done";
+    EXPECT_TRUE(requeue_recorded);
+}
+
+TEST_F(AgentTest, TheAgentNeverOpensTheStoreOnItsNode) {
+    t.store.reset();
+    std::filesystem::remove(t.dir / "incidents.sqlite");
+    RunningJob(42, {"node1", "node2"}, 3);
+    Handle("node2", kXid79);
+    Handle("node3", kXid79);  // idle
+    EXPECT_EQ(t.slurm.Count("requeue"), 1);
+    EXPECT_TRUE(t.slurm.node("node3").drained);
+    EXPECT_FALSE(std::filesystem::exists(t.dir / "incidents.sqlite"));
+    EXPECT_EQ(SpooledFiles(), 2);
+}
+
+// One Xid 79 is one fault: the controller epilog of the run the agent requeued does not count the
+// agent's incident of that run (imported before it, by another job's end) as a repeat.
+TEST_F(AgentTest, TheAgentsIncidentOfTheSameRunIsNoRepeatForTheEscalation) {
+    RunningJob(42, {"node1", "node2"}, 3);
+    Handle("node2", kXid79);
+    ASSERT_EQ(Import(), 2);
+    t.FailedJob(42, {"node1", "node2"}, 3, 1).being_requeued = true;
+    t.Kernel("node2", {kXid79});
+    auto out = t.RunController();
+    ASSERT_TRUE(out.ok) << out.summary;
+    EXPECT_EQ(IncidentsOn("node2"), 1);
+    for (const std::string& a : t.Actions()) {
+        EXPECT_EQ(a.find("rma"), std::string::npos) << a;
+    }
+    EXPECT_EQ(t.slurm.Count("requeue"), 1);
+}
+
+TEST_F(AgentTest, ASecondXid79OnTheSameGpuInALaterJobStillOpensAnRma) {
+    RunningJob(42, {"node1", "node2"}, 3);
+    Handle("node2", kXid79);
+    ASSERT_EQ(Import(), 2);
+    t.clock.Advance(std::chrono::hours(1));
+    RunningJob(50, {"node2", "node3"}, 3);
+    Handle("node2", kXid79);
+    t.FailedJob(50, {"node2", "node3"}, 3, 1).being_requeued = true;
+    t.Kernel("node2", {kXid79});
+    auto out = t.RunController();
+    ASSERT_TRUE(out.ok) << out.summary;
+    bool rma = false;
+    for (const std::string& a : t.Actions()) rma |= a.rfind("rma_ticket node2", 0) == 0;
+    EXPECT_TRUE(rma) << out.summary;
 }
 
 TEST_F(AgentTest, TheControllerEpilogAfterTheAgentRequeuesNothingAndOpensNoSecondIncident) {
@@ -99,13 +162,24 @@ TEST_F(AgentTest, TheControllerEpilogAfterTheAgentRequeuesNothingAndOpensNoSecon
     const std::string reason = t.slurm.node("node2").reason;
     // The killed run ends; its epilogs see the same Xid in the kernel log, and Slurm's restart
     // count already up (the requeue came first).
-    t.FailedJob(42, {"node1", "node2"}, 3, 1).being_requeued = true;
+    rem::JobInfo& killed = t.FailedJob(42, {"node1", "node2"}, 3, 1);
+    killed.being_requeued = true;
+    // Slurm moves a requeued job's start time to its next begin (the requeue's early begin
+    // time), after the reports were written: they are this run's all the same.
+    killed.start_time = killed.end_time + 2;
     t.Kernel("node2", {kXid79});
     auto out = t.RunController();
     ASSERT_TRUE(out.ok) << out.summary;
+    EXPECT_NE(out.summary.find("reports=2/2"), std::string::npos) << out.summary;
     EXPECT_EQ(t.slurm.Count("requeue"), 1);
     EXPECT_EQ(IncidentsOn("node2"), 1);
     EXPECT_EQ(t.slurm.node("node2").reason, reason);
+    // Its epilog imported the agent's store into the incidents it had recorded (same keys): the
+    // agent's actions are on them.
+    EXPECT_EQ(SpooledFiles(), 0);
+    bool requeue_recorded = false;
+    for (const std::string& a : t.Actions()) requeue_recorded |= a == "requeue 42/run0 done";
+    EXPECT_TRUE(requeue_recorded);
 }
 
 TEST_F(AgentTest, TheAgentLeavesARunTheControllerRequeuedAlone) {
@@ -171,12 +245,15 @@ TEST_F(AgentTest, OnFaultEndEndsEvenAnAutoResumeJob) {
 
 TEST_F(AgentTest, AFaultOnAnIdleNodeDrainsIt) {
     const FaultHandled h = Handle("node3", kXid79);
-    ASSERT_EQ(h.done.size(), 1u);
+    ASSERT_EQ(h.done.size(), 2u);
+    EXPECT_EQ(h.done[1].rfind("handed to the controller: ", 0), 0u) << h.done[1];
     EXPECT_TRUE(t.slurm.node("node3").drained);
     EXPECT_NE(t.slurm.node("node3").reason.find("inc="), std::string::npos);
     EXPECT_EQ(t.slurm.Count("requeue"), 0);
+    Import();
     EXPECT_EQ(IncidentsOn("node3"), 1);
     Handle("node3", kXid79);  // the same record again: the same incident
+    Import();
     EXPECT_EQ(IncidentsOn("node3"), 1);
 }
 
@@ -190,6 +267,7 @@ TEST_F(AgentTest, WithTheBreakerOpenTheAgentHoldsTheDrainButRequeuesTheJob) {
     EXPECT_FALSE(t.slurm.node("node2").drained);
     EXPECT_EQ(t.slurm.Count("requeue"), 1);
     EXPECT_EQ(t.slurm.job(46).exc_nodes, "node2");
+    Import();
     bool held = false;
     for (const std::string& a : t.Actions()) held = held || a.find("held node2 held") == 0;
     EXPECT_TRUE(held);
@@ -248,6 +326,29 @@ TEST(KernelFollowerTest, ReturnsEachCompleteLineAddedAfterItStartedOnce) {
     { std::ofstream(path, std::ios::trunc) << "after rotation\n"; }
     EXPECT_EQ(f.Poll().value(), "after rotation\n");
     std::remove(path.c_str());
+}
+
+TEST(KernelFollowerTest, ARestartedFollowerReadsWhatCameWhileItWasDown) {
+    const std::string path = ::testing::TempDir() + "/agent_kern_rs_" + std::to_string(::getpid());
+    const std::string state = path + ".position";
+    std::remove(state.c_str());
+    { std::ofstream(path) << "before\n"; }
+    {
+        KernelFollower f(path, 1 << 20, state);
+        EXPECT_EQ(f.Poll().value(), "");  // what was there before its first start is not its
+        { std::ofstream(path, std::ios::app) << "handled\n"; }
+        EXPECT_EQ(f.Poll().value(), "handled\n");
+        ASSERT_TRUE(f.Save());
+        { std::ofstream(path, std::ios::app) << "read, not handled\n"; }
+        EXPECT_EQ(f.Poll().value(), "read, not handled\n");
+    }  // killed before Save
+    { std::ofstream(path, std::ios::app) << "while down\n"; }
+    KernelFollower again(path, 1 << 20, state);
+    EXPECT_EQ(again.Poll().value(), "read, not handled\nwhile down\n");
+    ASSERT_TRUE(again.Save());
+    EXPECT_FALSE(again.Save().value());  // not moved: not rewritten
+    std::remove(path.c_str());
+    std::remove(state.c_str());
 }
 
 TEST(KernelFollowerTest, AFileThatAppearsLaterIsReadFromItsStart) {

@@ -1,17 +1,46 @@
 // AddAgentEvidence: what autoheal-agent saw and did while the run went on, joined to the nodes'
 // reports.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <chrono>
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
 
 namespace autoheal::remediation {
+namespace {
+
+// The agent records of run `restart`, once none is still being written (an agent acting on the
+// run writes its record first with no job_action and again when it is done), waiting at most
+// kAgentRecordWaitSeconds. The agent hands its records through the shared jobs/ folder only,
+// so no lock is shared with it: the wait is the hand-off.
+std::vector<AgentRecord> SettledRecords(const CtldEnv& env, int restart) {
+    const auto deadline =
+        env.clock.Steady() + std::chrono::milliseconds(int(kAgentRecordWaitSeconds * 1000));
+    for (;;) {
+        std::vector<AgentRecord> records =
+            AgentRecordsOf(env.config.state_dir, env.ctx.job_id, restart);
+        const bool pending = std::any_of(records.begin(), records.end(),
+                                         [](const AgentRecord& a) { return a.job_action.empty(); });
+        if (!pending) return records;
+        if (env.clock.Steady() >= deadline) {
+            spdlog::warn(
+                "autoheal: epilog-ctld: job={} run={}: an agent record is still being written "
+                "after {}s: taken as evidence only",
+                env.ctx.job_id, restart, kAgentRecordWaitSeconds);
+            return records;
+        }
+        env.clock.Sleep(std::chrono::milliseconds(200));
+    }
+}
+
+}  // namespace
 
 AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_requeued) {
     AgentActed acted;
-    std::vector<AgentRecord> records =
-        AgentRecordsOf(env.config.state_dir, env.ctx.job_id, in->job.restart_count);
+    std::vector<AgentRecord> records = SettledRecords(env, in->job.restart_count);
     if (records.empty() && being_requeued && in->job.restart_count > 0) {
-        records = AgentRecordsOf(env.config.state_dir, env.ctx.job_id, in->job.restart_count - 1);
+        records = SettledRecords(env, in->job.restart_count - 1);
         const bool requeued_it = std::any_of(records.begin(), records.end(), [](const auto& a) {
             return a.EndedRun() && a.job_action == "requeue";
         });

@@ -1,6 +1,8 @@
 // LoadFacts: the job's state from Slurm, the nodes' history and the cluster's topology.
 #include <sys/wait.h>
 
+#include <algorithm>
+
 #include "autoheal/core/resume_record.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/slurm_adapter.h"
@@ -31,6 +33,11 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     JobTimes times;
     times.start_time = job->start_time;
     times.end_time = job->end_time;
+    // A run being requeued (autoheal-agent requeues it while it runs, with an early begin time)
+    // may have its start time moved by Slurm to the next run's begin already: this run's start
+    // is unknown then, and its reports are held to the job, node and run only (else every report
+    // waits out results_wait_seconds, and the rerun with it).
+    if (job->being_requeued) times.start_time = 0;
     // Requeued already (by Slurm after a prolog failure or a node failure, by an admin, or by an
     // earlier run of this program): record what the nodes saw, leave the job alone.
     times.requeued_elsewhere = job->being_requeued;
@@ -60,6 +67,17 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     if (recent) in->cluster.recent = std::move(*recent);
     if (auto topo = env.slurm.Topology()) in->cluster.switches = std::move(*topo);
     return times;
+}
+
+void DropThisRunFromHistory(DecisionInput* in) {
+    const std::string run = in->job.job + "/run" + std::to_string(in->job.restart_count) + "/";
+    for (auto& [node, records] : in->history) {
+        records.erase(std::remove_if(records.begin(), records.end(),
+                                     [&](const diag::HistoryRecord& h) {
+                                         return h.key.compare(0, run.size(), run) == 0;
+                                     }),
+                      records.end());
+    }
 }
 
 }  // namespace autoheal::remediation

@@ -1,5 +1,6 @@
 // The spool: runs recorded in memory while the store on disk failed, saved as small store files
-// under <state_dir>/spool and imported into the store by a later controller epilog.
+// under <state_dir>/spool, and the faults autoheal-agent handled, saved the same way under
+// AgentSpoolDir (the shared jobs/ folder); both imported into the store by a controller epilog.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -29,8 +30,9 @@ void SpoolRun(const CtldEnv& env, IncidentStore& spooled) {
     spdlog::warn("autoheal: epilog-ctld: spool: run kept in {} until the store takes it", path);
 }
 
-int ImportSpooledRuns(const CtldEnv& env) {
-    const std::string dir = SpoolDir(env.config.state_dir);
+namespace {
+
+int ImportFolder(const CtldEnv& env, const std::string& dir) {
     std::error_code ec;
     int imported = 0;
     for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
@@ -53,6 +55,13 @@ int ImportSpooledRuns(const CtldEnv& env) {
                      path.string());
     }
     return imported;
+}
+
+}  // namespace
+
+int ImportSpooledRuns(const CtldEnv& env) {
+    return ImportFolder(env, SpoolDir(env.config.state_dir)) +
+           ImportFolder(env, AgentSpoolDir(env.config.state_dir));
 }
 
 }  // namespace autoheal::remediation

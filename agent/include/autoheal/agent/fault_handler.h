@@ -1,18 +1,25 @@
 // What autoheal-agent does with new kernel records, through the controller epilog's own steps
-// (ctld_epilog_steps.h), so a fault handled while the job runs is decided, recorded and acted on
-// exactly as it would be after the job ended:
+// (ctld_epilog_steps.h), so a fault handled while the job runs is decided and acted on exactly as
+// it would be after the job ended. No incident store is opened on the node: each fault is
+// recorded in a store of its own in memory, which is handed to the controller through the shared
+// jobs/ folder (AgentSpoolDir, job_records.h) and imported there by the controller epilog.
 // 1. The lines are scanned into typed evidence (the epilog's scanner) and diagnosed with the
 //    rules; only a deciding rule with `interrupts_job: true` goes further.
-// 2. For each job running on the node: its agent record (AgentFile: the evidence, before
-//    anything is done); then, under the controller lock, LoadFacts (a job Slurm is requeuing
-//    already is left alone), DecideJob with the run counted as failed, RecordIncidents (the
-//    same deduplication keys as the controller epilog's: one incident per fault), Act (the plan
-//    executor: breaker and admin drains respected), the job's end by agent.on_fault (requeue
-//    excluding the node / end with the explanation / notify), Explain (the run record and the
-//    decision file, from which the node epilogs append the explanation to the job's output);
-//    the agent record again, with what was done.
+// 2. For each job running on the node: its agent record (AgentFile: the evidence, with no
+//    job_action yet, which the controller epilog waits for); then LoadFacts (a job Slurm is
+//    requeuing already is left alone), DecideJob with the run counted as failed, RecordIncidents
+//    (the same deduplication keys as the controller epilog's: one incident per fault), Act (the
+//    plan executor: breaker and admin drains respected), the job's end by agent.on_fault
+//    (requeue excluding the node / end with the explanation / notify), Explain (the decision
+//    file, from which the node epilogs append the explanation to the job's output). The
+//    fault's store is then handed over, and only then the agent record written again, final,
+//    with what was done: the controller epilog, which waits for the final record, finds the
+//    store there and imports it before it records the run (the agent's actions come first). The
+//    controller epilog of that run decides again with the node's history (its escalation does not
+//    count this run's own incidents) and never requeues a run the agent ended.
 // 3. No job on the node: the fault is recorded and the plan executed, so the node is out before
-//    a job lands there.
+//    a job lands there. That decision has no history (the store is the controller's): a repeat
+//    escalates when the controller sees the node's next fault.
 #pragma once
 
 #include <string>
@@ -22,7 +29,6 @@
 #include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/clock.h"
 #include "autoheal/remediation/engine.h"
-#include "autoheal/remediation/incident_store.h"
 #include "autoheal/remediation/remediation_config.h"
 #include "autoheal/remediation/slurm_client.h"
 #include "autoheal/remediation/tickets.h"
@@ -39,8 +45,6 @@ struct AgentEnv {
     const remediation::TicketConfig& tickets;
     const AgentConfig& agent;
     const remediation::Engine& engine;
-    // The incident store, opened for each fault (never held: an admin may move or replace it).
-    std::string store_path;
     remediation::SlurmClient& slurm;
     remediation::Clock& clock;
     std::string node;

@@ -26,6 +26,8 @@ struct HistoryRecord {
     std::string rule;
     std::string cause;
     std::string job;
+    // The incident's deduplication key in the store: "<job>/run<N>/..." for a job run's.
+    std::string key;
 };
 
 struct DiagnoseOptions {

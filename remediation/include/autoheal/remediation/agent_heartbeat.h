@@ -1,5 +1,6 @@
-// autoheal-agent's heartbeat (agent/): state_dir/agents/<node>.json, rewritten atomically every
-// agent.heartbeat_interval, read by `autoheal status` (on a shared state_dir, one line per node):
+// autoheal-agent's heartbeat (agent/): state_dir/jobs/agents/<node>.json (the shared jobs/
+// folder, job_records.h AgentsDir), rewritten atomically every agent.heartbeat_interval, read by
+// `autoheal status` on the controller (one line per node):
 //   {"version": 1, "node", "pid", "started", "time", "faults", "last_fault", "last_fault_time"}
 #pragma once
 
@@ -29,7 +30,7 @@ std::string HeartbeatFile(const std::string& state_dir, const std::string& node)
 std::string HeartbeatToJson(const HeartbeatRecord& record);
 // Refuses non-JSON, a record without a node and another version.
 Result<HeartbeatRecord> HeartbeatFromJson(const std::string& json);
-// Every readable heartbeat under state_dir/agents, sorted by node.
+// Every readable heartbeat under AgentsDir(state_dir), sorted by node.
 std::vector<HeartbeatRecord> ReadHeartbeats(const std::string& state_dir);
 
 class Heartbeat {

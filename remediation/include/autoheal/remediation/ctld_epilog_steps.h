@@ -67,7 +67,15 @@ struct AgentActed {
     bool ended = false;     // the agent requeued or ended the run
     bool requeued = false;  // it requeued it
 };
+// An agent record still being written (job_action empty: the agent is acting on the run) is
+// waited for, bounded by kAgentRecordWaitSeconds; after that it counts as evidence only.
+inline constexpr double kAgentRecordWaitSeconds = 20;
 AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_requeued);
+
+// Removes this run's own incidents (in->job.restart_count, as AddAgentEvidence leaves it) from
+// in->history: an agent's record of the same fault, imported before this epilog, is no repeat
+// of it, so one fault never escalates itself.
+void DropThisRunFromHistory(DecisionInput* in);
 
 struct JobTimes {
     bool requeued_elsewhere = false;  // Slurm, an admin or an earlier run requeued it already
@@ -152,7 +160,8 @@ void Finish(const CtldEnv& env, bool deliver_tickets);
 // The spool: when the store fails (full disk, locked, corrupt), the run is recorded in a store
 // in memory (the drain and the requeue still happen) and SpoolRun saves it under
 // SpoolDir(state_dir); ImportSpooledRuns, at a later job end with a working store, imports
-// each saved run (ImportFrom) and removes its file. Returns the incidents imported.
+// each saved run (ImportFrom) and removes its file, and so the stores autoheal-agent saved under
+// AgentSpoolDir (job_records.h). Returns the incidents imported.
 std::string SpoolDir(const std::string& state_dir);
 void SpoolRun(const CtldEnv& env, IncidentStore& spooled);
 int ImportSpooledRuns(const CtldEnv& env);

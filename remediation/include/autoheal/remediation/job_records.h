@@ -48,9 +48,18 @@ std::string EpilogFile(const std::string& state_dir, const std::string& job, int
 // The controller's decision for one run (DecisionRecord, remediation/decision.h).
 std::string DecisionFile(const std::string& state_dir, const std::string& job, int restart);
 
+// autoheal-agent's folder in the shared jobs/ folder (never a job's: job ids are numbers): the
+// agents' heartbeats (<node>.json, agent_heartbeat.h) and, under AgentSpoolDir, the incident
+// store of each fault an agent handled, saved whole (IncidentStore::SaveTo) for the controller
+// epilog to import (ImportSpooledRuns): no store is opened on a compute node.
+inline constexpr const char* kAgentsFolder = "agents";
+std::string AgentsDir(const std::string& state_dir);
+std::string AgentSpoolDir(const std::string& state_dir);
+
 // Removes the folders state_dir/jobs/<job> last changed before `older_than` (seconds since the
-// epoch), except `keep_job`'s, bounded per call: at most `max_removed` removed and `max_examined`
-// entries looked at. Links and files there are left alone. Returns how many were removed.
+// epoch), except `keep_job`'s and the agents' (AgentsDir), bounded per call: at most `max_removed`
+// removed and `max_examined` entries looked at. Links and files there are left alone. Returns how
+// many were removed.
 Result<int> CleanOldJobRecords(const std::string& state_dir, std::int64_t older_than,
                                const std::string& keep_job, int max_removed = 50,
                                int max_examined = 5000);
