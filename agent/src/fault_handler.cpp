@@ -119,6 +119,7 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
     WriteRecord(env, rec);  // the evidence is on record before anything is done
 
     rem::FileLock lock(env.config.state_dir + "/controller.lock");
+    const rem::BreakerLock breaker(env.config.state_dir, rem::kBreakerLockWaitSeconds);
     auto times = rem::LoadFacts(cenv, &in);
     if (!times) return "job " + ctx.job_id + ": " + times.error();
     if (times->requeued_elsewhere) {
@@ -128,7 +129,7 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
         return "job " + ctx.job_id + ": requeued already, left alone";
     }
     in.job.failed = true;  // the fault stops it, whether or not it has noticed yet
-    auto d = rem::DecideJob(cenv, &in, *times);
+    auto d = rem::DecideJob(cenv, &in, *times, breaker);
     if (!d) return "job " + ctx.job_id + ": " + d.error();
     auto incidents = rem::RecordIncidents(cenv, in, *d);
     if (!incidents) return "job " + ctx.job_id + ": " + incidents.error();
@@ -165,7 +166,8 @@ std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
     rem::JobTimes times;
     times.requeued_elsewhere = true;  // no job: no job run to record
     rem::FileLock lock(env.config.state_dir + "/controller.lock");
-    auto d = rem::DecideJob(cenv, &in, times);
+    const rem::BreakerLock breaker(env.config.state_dir, rem::kBreakerLockWaitSeconds);
+    auto d = rem::DecideJob(cenv, &in, times, breaker);
     if (!d) return "node " + env.node + " (idle): " + d.error();
     rem::Incidents incidents;
     std::string texts;

@@ -62,6 +62,8 @@ NodeVerdict DiagnoseEvidence(const DecisionInput& in, const std::string& node,
     diag::DiagnoseOptions options;
     options.node = node;
     options.job = in.job.job;
+    options.user = in.job.user;
+    options.escalation_min_users = in.config->escalation_min_users;
     options.history = history;
     options.now = in.cluster.now;
     v.diagnosis = diag::Diagnose(*in.rules, v.evidence, options);
@@ -371,8 +373,8 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
     }
     if (out.breaker_open && !in.cluster.nodes_known) {
         out.breaker_note =
-            "breaker open: Slurm's node states could not be read, so how many nodes autoheal "
-            "holds is unknown; node actions held, admins alerted";
+            "breaker open: Slurm's node states could not be read under the breaker lock, so how "
+            "many nodes autoheal holds is unknown; node actions held, admins alerted";
     } else if (out.breaker_open) {
         out.breaker_note = "breaker open: " + std::to_string(out_now) + " of " +
                            std::to_string(total) + " nodes already taken out by autoheal (limit " +

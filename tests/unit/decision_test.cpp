@@ -383,6 +383,49 @@ TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "rma_ticket"));
 }
 
+// Issue 13.1: Xid 13 (an application fault) repeating on one GPU blames the GPU only when the
+// jobs were of escalation_min_users distinct users: one user's buggy kernel, run again and
+// again, drains nothing.
+TEST_F(DecisionTest, AnAppFaultRepeatingOnOneGpuEscalatesOnlyAcrossDistinctUsers) {
+    Kernel("node2", {Xid(13, "0000:3b:00", "Graphics SM Warp Exception on (GPC 0, TPC 0)")});
+    in_.job.user = "1001";
+    const JobDecision alone = Decide(in_);
+    ASSERT_EQ(alone.verdicts.size(), 4u);
+    const std::string rule = alone.verdicts[1].diagnosis.rule;
+    ASSERT_FALSE(rule.empty());
+    EXPECT_THAT(alone.plans, IsEmpty());  // the job's own fault, the first time
+    auto earlier = [&](const std::string& job, const std::string& user) {
+        diag::HistoryRecord h;
+        h.node = "node2";
+        h.gpu = "0000:3b:00.0";
+        h.rule = rule;
+        h.cause = "user_error";
+        h.job = job;
+        h.user = user;
+        h.time = in_.cluster.now - 3600;
+        return h;
+    };
+    // Three jobs of one user (and one run whose user is unknown): no escalation.
+    in_.history = {{"node2", {earlier("70", "1001"), earlier("71", "1001"), earlier("72", "")}}};
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.plans, IsEmpty());
+    EXPECT_EQ(d.verdicts[1].diagnosis.cause, "user_error");
+    EXPECT_EQ(d.verdicts[1].diagnosis.escalation, "");
+    // One of the jobs was another user's: the GPU is blamed.
+    in_.history = {{"node2", {earlier("70", "1001"), earlier("71", "1002")}}};
+    d = Decide(in_);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].node, "node2");
+    EXPECT_EQ(d.plans[0].cause, "faulty_gpu");
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reset_gpu"));
+    EXPECT_EQ(d.verdicts[1].diagnosis.escalation, "3 jobs of 2 users on this gpu within 7d");
+    config_.escalation_min_users = 3;
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    config_.escalation_min_users = 1;  // a site may count one user's jobs
+    in_.history = {{"node2", {earlier("70", "1001"), earlier("71", "1001")}}};
+    EXPECT_EQ(Decide(in_).plans.size(), 1u);
+}
+
 TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
     config_.lemon = {3, 2, 7 * std::int64_t{86400}};
     in_.job.nodes = {"node1"};

@@ -26,13 +26,18 @@ struct HistoryRecord {
     std::string rule;
     std::string cause;
     std::string job;
+    std::string user;  // the job's user (uid), when known
 };
 
 struct DiagnoseOptions {
     std::string node;  // the node the logs come from, when known
     std::string job;   // the job the logs belong to, when known
+    std::string user;  // the job's user (uid), when known
     std::vector<HistoryRecord> history;
     std::int64_t now = 0;  // seconds since the epoch
+    // An escalation step that counts distinct jobs (`distinct: job`) also needs at least this
+    // many distinct users among them (this job's user and the history's known users).
+    int escalation_min_users = 1;
 };
 
 struct Culprit {
