@@ -126,6 +126,9 @@ void DiagnoseReports(const DecisionInput& in, JobDecision* decision) {
         auto h = history.find(r.node);
         out.verdicts.push_back(
             DiagnoseEvidence(in, r.node, r.evidence, h == history.end() ? kNoHistory : *h->second));
+        const std::string& gpu = out.verdicts.back().diagnosis.culprit.gpu;
+        out.verdicts.back().other_gpu =
+            !gpu.empty() && !r.job_gpus.empty() && !Contains(r.job_gpus, gpu);
         if (r.job_output_read) {
             diag::MergeEvidence(&job_output, r.job_output);
             job_output_read = true;
@@ -155,7 +158,7 @@ bool DecideCause(JobDecision* decision) {
     JobDecision& out = *decision;
     const NodeVerdict* deciding = nullptr;
     for (NodeVerdict& v : out.verdicts) {
-        if (!BlamesNode(v.diagnosis)) continue;
+        if (!BlamesNode(v.diagnosis) || v.other_gpu) continue;
         v.culprit = true;
         out.culprits.push_back(v.node);
         if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
@@ -171,7 +174,7 @@ bool DecideCause(JobDecision* decision) {
     if (deciding == nullptr) {
         // Nothing on any node or in the output: the strongest finding anywhere, if any.
         for (const NodeVerdict& v : out.verdicts) {
-            if (v.diagnosis.rule.empty()) continue;
+            if (v.diagnosis.rule.empty() || v.other_gpu) continue;
             if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
                 deciding = &v;
             }

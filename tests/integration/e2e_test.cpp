@@ -182,13 +182,15 @@ TEST_F(E2E, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidence) {
     job.message = msg + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError";
     auto id = Track(job.Submit({"-N", "4", "--gpus-per-node=1", "--auto-resume=3"}));
     ASSERT_TRUE(id);
+    // On the job's GPU (--gpus-per-node=1: minor 0, 0000:3b:00.0): a fault on a GPU the job did
+    // not have would be node3's, not this job's (DecisionTest.AFaultOnAGpuTheJobDidNotHave...).
     job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {
-        InjectKernel("node3", Xid(79, "0000:5d:00", "GPU has fallen off the bus."));
+        InjectKernel("node3", Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
     });
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
     EXPECT_EQ(ShowJob(*id)["ExcNodeList"], "node3");
     EXPECT_THAT(Explanation(job, *id),
-                HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:5d:00.0); "
+                HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:3b:00.0); "
                           "excluded node3"));
     EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE action = 'drain'"),
               std::vector<std::string>{"node3"});

@@ -90,6 +90,27 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
 
 // 15.3: exit 93 is the job's own "do not requeue" (NVIDIA's resilience launcher): never
 // requeued, whatever the evidence; the node is still handled.
+// Issue 12.5: evidence is scoped to the GPUs the job had. An Xid 79 on a GPU of node2 the job
+// did not have still drains and reboots node2 (evidence about the node), but does not explain
+// this job's failure: node2 is no culprit, the job is not blamed on it nor requeued by it.
+TEST_F(DecisionTest, AFaultOnAGpuTheJobDidNotHaveIsTheNodesNotTheJobs) {
+    Kernel("node2", {Xid(79, "0000:5d:00", "GPU has fallen off the bus.")});
+    Report("node2").job_gpus = {"0000:3b:00.0"};
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.culprits, IsEmpty());
+    EXPECT_NE(d.cause, "faulty_gpu");
+    EXPECT_FALSE(d.requeue);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].node, "node2");
+    EXPECT_EQ(d.plans[0].gpu, "0000:5d:00.0");
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
+    // The job's own GPU: blamed as before; the map unknown (empty): every GPU counts.
+    Report("node2").job_gpus = {"0000:3b:00.0", "0000:5d:00.0"};
+    EXPECT_THAT(Decide(in_).culprits, ElementsAre("node2"));
+    Report("node2").job_gpus.clear();
+    EXPECT_THAT(Decide(in_).culprits, ElementsAre("node2"));
+}
+
 TEST_F(DecisionTest, ExitCode93IsNeverRequeued) {
     Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     in_.job.exit_status = kNoRequeueExitCode;
