@@ -136,7 +136,11 @@ void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis
         // A fault the job itself may cause repeats across jobs of one user when that user's
         // code is at fault: it blames the GPU only across distinct users.
         const int distinct_users = static_cast<int>(users.size());
-        if (step.distinct_jobs && distinct_users < options.escalation_min_users) continue;
+        // (One user: jobs alone count, users known or not.)
+        if (step.distinct_jobs && options.escalation_min_users > 1 &&
+            distinct_users < options.escalation_min_users) {
+            continue;
+        }
         if (step.cause) d->cause = *step.cause;
         if (step.actions) d->actions = *step.actions;
         if (step.requeue) d->requeue = *step.requeue;
