@@ -64,6 +64,7 @@ std::optional<std::vector<diag::HistoryRecord>> ReadHistory(const std::string& p
         r.rule = str("rule");
         r.cause = str("cause");
         r.job = str("job");
+        r.user = str("user");
         records.push_back(std::move(r));
     }
     return records;

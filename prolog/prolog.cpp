@@ -15,6 +15,7 @@
 #include "autoheal/core/script_env.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
+#include "autoheal/remediation/breaker_lock.h"
 #include "autoheal/remediation/decision.h"
 #include "autoheal/remediation/evidence_sources.h"
 #include "autoheal/remediation/job_records.h"
@@ -117,35 +118,31 @@ int Run(const rem::ProgramStart& start, const autoheal::ScriptContext& ctx) {
                      ctx.node, reason);
         return 0;
     }
-    rem::SlurmAdapter slurm(rc.slurm_conf);
     // The breaker: past the limit of nodes autoheal may hold out of service, a failed check
     // alerts instead of draining one more node (exiting non-zero would make Slurm drain it).
-    // Unreadable node states: how many autoheal holds is unknown, so it takes no node out.
-    auto nodes = slurm.ListNodes();
-    if (!nodes) {
-        spdlog::error(
-            "autoheal: ALERT: breaker open: node states unreadable ({}); node={} not drained, "
-            "job={} allowed to start: {}",
-            nodes.error(), ctx.node, ctx.job_id, reason);
-        return 0;
-    }
-    const int out = rem::NodesTakenOut(*nodes);
-    const int limit = rem::BreakerLimit(rc.breaker, static_cast<int>(nodes->size()));
-    if (out + 1 > limit) {
-        spdlog::error(
-            "autoheal: ALERT: breaker open: {} of {} nodes already taken out by autoheal "
-            "(limit {}); node={} not drained, job={} allowed to start: {}",
-            out, nodes->size(), limit, ctx.node, ctx.job_id, reason);
-        return 0;
-    }
-    auto drained = slurm.Drain(ctx.node, reason);
-    if (!drained) {
-        spdlog::error("autoheal: prolog: node={}: {}", ctx.node, drained.error());
-    } else if (*drained == rem::SlurmAdapter::DrainOutcome::kAdminOwned) {
-        spdlog::warn("autoheal: prolog: node={} already drained by an admin: reason kept",
-                     ctx.node);
-    } else {
-        spdlog::warn("autoheal: prolog: node={} drained: {}", ctx.node, reason);
+    // The count and the drain happen under the breaker lock (breaker_lock.h), so the prologs of
+    // one large job that fail together take out no more than the limit between them; node
+    // states unreadable or the lock not taken in time: no node is taken out.
+    rem::SlurmAdapter slurm(rc.slurm_conf);
+    using Outcome = rem::BreakerDrain::Outcome;
+    const rem::BreakerDrain drain =
+        rem::DrainWithinBreaker(slurm, state_dir, rc.breaker, ctx.node, reason);
+    switch (drain.outcome) {
+        case Outcome::kHeld:
+            spdlog::error("autoheal: ALERT: {}; node={} not drained, job={} allowed to start: {}",
+                          drain.detail, ctx.node, ctx.job_id, reason);
+            return 0;
+        case Outcome::kFailed:
+            spdlog::error("autoheal: prolog: node={}: {}", ctx.node, drain.detail);
+            break;
+        case Outcome::kAdminOwned:
+            spdlog::warn("autoheal: prolog: node={} already drained by an admin: reason kept",
+                         ctx.node);
+            break;
+        case Outcome::kDrained:
+        case Outcome::kAlreadyOurs:
+            spdlog::warn("autoheal: prolog: node={} drained: {}", ctx.node, reason);
+            break;
     }
     // Non-zero: Slurm requeues the job (nohold_on_prolog_fail) and keeps it off this node.
     return 1;

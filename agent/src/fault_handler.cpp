@@ -111,7 +111,10 @@ std::string DecideAndAct(const AgentEnv& env, const rem::CtldEnv& cenv, rem::Dec
         return "job " + id + ": requeued already, left alone";
     }
     in->job.failed = true;  // the fault stops it, whether or not it has noticed yet
-    auto d = rem::DecideJob(cenv, in, *times);
+    // The breaker lock (state_dir/jobs/breaker.lock) makes the breaker's count and the drains one
+    // step across the cluster's deciders; without it no node is taken out.
+    const rem::BreakerLock breaker(env.config.state_dir, rem::kBreakerLockWaitSeconds);
+    auto d = rem::DecideJob(cenv, in, *times, breaker);
     if (!d) return "job " + id + ": " + d.error();
     auto incidents = rem::RecordIncidents(cenv, *in, *d);
     if (!incidents) return "job " + id + ": " + incidents.error();
@@ -179,7 +182,10 @@ std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
     const std::int64_t now = env.clock.Now();
     rem::JobTimes times;
     times.requeued_elsewhere = true;  // no job: no job run to record
-    auto d = rem::DecideJob(cenv, &in, times);
+    // The breaker lock (state_dir/jobs/breaker.lock) makes the breaker's count and this drain one
+    // step across the cluster's deciders; without it no node is taken out.
+    const rem::BreakerLock breaker(env.config.state_dir, rem::kBreakerLockWaitSeconds);
+    auto d = rem::DecideJob(cenv, &in, times, breaker);
     if (!d) return "node " + env.node + " (idle): " + d.error();
     rem::Incidents incidents;
     std::string texts;

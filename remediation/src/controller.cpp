@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "autoheal/core/submit_policy.h"
+#include "autoheal/remediation/breaker_lock.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/file_lock.h"
 #include "autoheal/remediation/node_epilog_steps.h"
@@ -142,9 +143,11 @@ EpilogOutcome RunControllerPipeline(const CtldEnv& env) {
     std::optional<CtldEnv> spool_env;
     const CtldEnv* acting = &env;
     {
-        // One decision at a time on this controller: the breaker counts what others just did.
+        // One decision at a time on this controller: the breaker counts what others just did,
+        // and, under the breaker lock, what the prologs drain meanwhile.
         FileLock lock(env.config.state_dir + "/controller.lock");
-        auto d = DecideJob(env, &in, *times);
+        const BreakerLock breaker(env.config.state_dir, kBreakerLockWaitSeconds);
+        auto d = DecideJob(env, &in, *times, breaker);
         if (!d) return {false, d.error()};
         decision = std::move(*d);
         auto incidents = RecordIncidents(env, in, *decision);

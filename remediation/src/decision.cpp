@@ -63,6 +63,8 @@ NodeVerdict DiagnoseEvidence(const DecisionInput& in, const std::string& node,
     diag::DiagnoseOptions options;
     options.node = node;
     options.job = in.job.job;
+    options.user = in.job.user;
+    options.escalation_min_users = in.config->escalation_min_users;
     options.history = history;
     options.now = in.cluster.now;
     v.diagnosis = diag::Diagnose(*in.rules, v.evidence, options);
@@ -133,6 +135,9 @@ void DiagnoseReports(const DecisionInput& in, JobDecision* decision) {
         auto h = history.find(r.node);
         out.verdicts.push_back(
             DiagnoseEvidence(in, r.node, r.evidence, h == history.end() ? kNoHistory : *h->second));
+        const std::string& gpu = out.verdicts.back().diagnosis.culprit.gpu;
+        out.verdicts.back().other_gpu =
+            !gpu.empty() && !r.job_gpus.empty() && !Contains(r.job_gpus, gpu);
         if (r.job_output_read) {
             diag::MergeEvidence(&job_output, r.job_output);
             job_output_read = true;
@@ -162,7 +167,7 @@ bool DecideCause(JobDecision* decision) {
     JobDecision& out = *decision;
     const NodeVerdict* deciding = nullptr;
     for (NodeVerdict& v : out.verdicts) {
-        if (!BlamesNode(v.diagnosis)) continue;
+        if (!BlamesNode(v.diagnosis) || v.other_gpu) continue;
         v.culprit = true;
         out.culprits.push_back(v.node);
         if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
@@ -180,7 +185,7 @@ bool DecideCause(JobDecision* decision) {
     if (deciding == nullptr) {
         // Nothing on any node or in the output: the strongest finding anywhere, if any.
         for (const NodeVerdict& v : out.verdicts) {
-            if (v.diagnosis.rule.empty()) continue;
+            if (v.diagnosis.rule.empty() || v.other_gpu) continue;
             if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
                 deciding = &v;
             }
@@ -389,8 +394,8 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
     }
     if (out.breaker_open && !in.cluster.nodes_known) {
         out.breaker_note =
-            "breaker open: Slurm's node states could not be read, so how many nodes autoheal "
-            "holds is unknown; node actions held, admins alerted";
+            "breaker open: Slurm's node states could not be read under the breaker lock, so how "
+            "many nodes autoheal holds is unknown; node actions held, admins alerted";
     } else if (out.breaker_open) {
         out.breaker_note = "breaker open: " + std::to_string(out_now) + " of " +
                            std::to_string(total) + " nodes already taken out by autoheal (limit " +

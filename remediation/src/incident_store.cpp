@@ -531,15 +531,16 @@ Result<bool> IncidentStore::MarkTicketFailed(std::int64_t ticket_id, const std::
 Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t since,
                                                                 const std::string& node,
                                                                 const std::string& gpu) {
-    // One constant query per filter, so each can use its (column, time) index.
-    const char* sql =
-        !node.empty()  ? "SELECT time, node, gpu, rule, cause, job, dedup_key FROM incidents "
-                         "WHERE node = ?3 AND time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2"
-        : !gpu.empty() ? "SELECT time, node, gpu, rule, cause, job, dedup_key FROM incidents "
-                         "WHERE gpu = ?3 AND time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2"
-                       : "SELECT time, node, gpu, rule, cause, job, dedup_key FROM incidents "
-                         "WHERE time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2";
-    Statement select(db_, sql);
+    // The job's user comes from its job run on that node ('' where none was recorded). One
+    // filter per query, so each can use its (column, time) index.
+    std::string sql =
+        "SELECT time, node, gpu, rule, cause, job, dedup_key, "
+        "coalesce((SELECT job_user FROM job_runs r WHERE r.job = incidents.job AND "
+        "r.node = incidents.node AND r.job_user != '' ORDER BY r.run DESC LIMIT 1), '') "
+        "FROM incidents WHERE ";
+    sql += !node.empty() ? "node = ?3 AND " : !gpu.empty() ? "gpu = ?3 AND " : "";
+    sql += "time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2";
+    Statement select(db_, sql.c_str());
     select.Bind(1, since);
     select.Bind(2, std::int64_t{kHistoryLimit});
     if (!node.empty()) {
@@ -558,6 +559,7 @@ Result<std::vector<diag::HistoryRecord>> IncidentStore::History(std::int64_t sin
         h.cause = select.Text(4);
         h.job = select.Text(5);
         h.key = select.Text(6);
+        h.user = select.Text(7);
     }
     if (rc != SQLITE_DONE) {
         return MakeError("incident store " + path_ + ": history: " + Describe(db_));

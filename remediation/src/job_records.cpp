@@ -272,6 +272,7 @@ std::string NodeReportToJson(const NodeReport& r) {
         j["gpus"].push_back(
             {{"pci", g.pci}, {"uuid", g.uuid}, {"serial", g.serial}, {"name", g.name}});
     }
+    j["job_gpus"] = r.job_gpus;
     if (r.checkpoint) {
         j["checkpoint"] = {{"step", r.checkpoint->step}, {"mtime", r.checkpoint->mtime}};
     }
@@ -306,6 +307,7 @@ Result<NodeReport> NodeReportFromJson(const std::string& json) {
             r.gpus.push_back({Str(g, "pci"), Str(g, "uuid"), Str(g, "serial"), Str(g, "name")});
         }
     }
+    r.job_gpus = Strings(j, "job_gpus");
     if (j.contains("checkpoint") && j["checkpoint"].is_object()) {
         r.checkpoint = CheckpointMark{Int(j["checkpoint"], "step", std::int64_t{-1}),
                                       Int(j["checkpoint"], "mtime", std::int64_t{0})};

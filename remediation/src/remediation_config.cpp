@@ -184,6 +184,11 @@ Result<bool> ParseKey(const std::string& key, const YAML::Node& v, const std::st
             config->jobs_retention_days > 3650) {
             return bad("days from 1 to 3650");
         }
+    } else if (key == "escalation_min_users") {
+        if (!YamlRead(v, &config->escalation_min_users) || config->escalation_min_users < 1 ||
+            config->escalation_min_users > 1000) {
+            return bad("a number of users from 1 to 1000");
+        }
     } else if (key == "no_progress_requeues") {
         if (!YamlRead(v, &config->no_progress_requeues) || config->no_progress_requeues < 0 ||
             config->no_progress_requeues > 100) {

@@ -21,7 +21,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster_client.h"
+#include "e2e_harness.h"
 #include "http_server.h"
 
 namespace autoheal::testing {
@@ -31,285 +31,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-void AppendLine(const std::string& path, const std::string& line) {
-    std::ofstream(path, std::ios::app) << line << "\n";
-}
-
-std::string StateDir() { return ClusterDir() + "/state/autoheal"; }
-
-std::string Xid(int xid, const std::string& pci, const std::string& message) {
-    return "Nov 29 10:00:00 gpu-host kernel: NVRM: Xid (PCI:" + pci + "): " + std::to_string(xid) +
-           ", pid=4242, name=python3, " + message;
-}
-
-void InjectKernel(const std::string& node, const std::string& line) {
-    AppendLine(ClusterDir() + "/log/kern-" + node + ".log", line);
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    std::string part;
-    while (std::getline(in, part, sep)) {
-        if (!part.empty()) out.push_back(part);
-    }
-    return out;
-}
-
-// Hostlist expression of the lab (node[1-2], node3, node[1,3-4]) to names.
-std::vector<std::string> Nodes(const std::string& expr) {
-    std::vector<std::string> out;
-    std::smatch m;
-    if (std::regex_match(expr, m, std::regex(R"(node\[([0-9,\-]+)\])"))) {
-        for (const std::string& range : Split(m[1], ',')) {
-            const auto dash = range.find('-');
-            const int a = std::stoi(range.substr(0, dash));
-            const int b = dash == std::string::npos ? a : std::stoi(range.substr(dash + 1));
-            for (int i = a; i <= b; ++i) out.push_back("node" + std::to_string(i));
-        }
-    } else {
-        for (const std::string& n : Split(expr, ',')) out.push_back(n);
-    }
-    return out;
-}
-
-// SQL against the incident store (read-only), one column of text per row.
-std::vector<std::string> Query(const std::string& sql) {
-    std::vector<std::string> rows;
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2((StateDir() + "/incidents.sqlite").c_str(), &db, SQLITE_OPEN_READONLY,
-                        nullptr) != SQLITE_OK) {
-        sqlite3_close(db);
-        return rows;
-    }
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK) {
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            const unsigned char* t = sqlite3_column_text(st, 0);
-            rows.emplace_back(t != nullptr ? reinterpret_cast<const char*>(t) : "");
-        }
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rows;
-}
-
-std::vector<std::string> SpoolTickets(const std::string& prefix) {
-    std::vector<std::string> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(StateDir() + "/tickets", ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.rfind(prefix, 0) == 0) out.push_back(ReadFile(e.path().string()));
-    }
-    return out;
-}
-
-// The lab's autoheal.yaml, changed for one test and put back after it (the programs read it at
-// every run).
-class ConfigOverride {
-  public:
-    explicit ConfigOverride(const std::string& extra_remediation_lines)
-        : path_(ClusterDir() + "/etc/autoheal/autoheal.yaml"), saved_(ReadFile(path_)) {
-        std::string text = saved_;
-        const std::string anchor = "remediation:\n";
-        text.insert(text.find(anchor) + anchor.size(), extra_remediation_lines);
-        std::ofstream(path_) << text;
-    }
-    ~ConfigOverride() { std::ofstream(path_) << saved_; }
-
-  private:
-    std::string path_;
-    std::string saved_;
-};
-
-// A "training" job: a step every 0.1 s, a complete PyTorch distributed checkpoint (step_N with
-// .metadata written last) every 5 steps, resuming from AUTOHEAL_RESUME_CHECKPOINT. When the test
-// creates <fault>-<restart>, the job fails with `message` (as the framework would print it).
-struct TrainingJob {
-    std::string name;
-    int steps = 60;
-    std::string message = "RuntimeError: CUDA error: unspecified launch failure";
-
-    std::string ckpt() const { return ClusterDir() + "/state/e2e-" + name + "/ckpt"; }
-    std::string fault() const { return ClusterDir() + "/state/e2e-" + name + "/fault"; }
-    std::string output(const std::string& id) const {
-        return ClusterDir() + "/state/e2e-" + name + "/out-" + id + ".txt";
-    }
-    std::string user = kJobUser;
-
-    std::optional<std::string> Submit(std::vector<std::string> args) const {
-        fs::remove_all(ClusterDir() + "/state/e2e-" + name);
-        fs::create_directories(ckpt());
-        // The job's folder (its output, its checkpoints) is its user's, as on a real cluster.
-        EXPECT_TRUE(GiveToUser(ClusterDir() + "/state/e2e-" + name, user));
-        args.push_back("--ckpt-dir=" + ckpt());
-        args.push_back("--open-mode=append");
-        args.push_back("--output=" + ClusterDir() + "/state/e2e-" + name + "/out-%j.txt");
-        std::string script =
-            "#!/bin/bash\n"
-            "step=0\n"
-            "if [ -n \"$AUTOHEAL_RESUME_CHECKPOINT\" ]; then\n"
-            "  step=${AUTOHEAL_RESUME_CHECKPOINT##*step_}\n"
-            "  echo \"resumed at step $step from $AUTOHEAL_RESUME_CHECKPOINT\"\n"
-            "fi\n"
-            "echo \"run restart=$AUTOHEAL_RESTART_COUNT nodes=$SLURM_JOB_NODELIST "
-            "last=[$AUTOHEAL_LAST_FAILURE] excluded=[$AUTOHEAL_EXCLUDED_NODES]\"\n"
-            "while [ $step -lt " +
-            std::to_string(steps) +
-            " ]; do\n"
-            "  step=$((step + 1)); sleep 0.1\n"
-            "  if [ $((step % 5)) -eq 0 ]; then\n"
-            "    d=" +
-            ckpt() +
-            "/step_$step; mkdir -p $d\n"
-            "    echo w > $d/__0_0.distcp; echo m > $d/.metadata; echo \"checkpoint $step\"\n"
-            "  fi\n"
-            "  if [ -e " +
-            fault() +
-            "-${SLURM_RESTART_COUNT:-0} ]; then\n"
-            "    cat <<'MSG'\n" +
-            message +
-            "\nMSG\n"
-            "    exit 1\n"
-            "  fi\n"
-            "  [ -e " +
-            fault() +
-            "-stop ] && break\n"
-            "done\n"
-            "echo \"completed at step $step\"\n";
-        CommandResult r;
-        auto id = autoheal::testing::Submit(args, script, &r, user);
-        EXPECT_TRUE(id.has_value()) << r.err;
-        return id;
-    }
-    // Waits for the run to have written checkpoint `step`, then injects and fails it.
-    void FailRun(const std::string& id, int restart, int step,
-                 const std::function<void(const std::vector<std::string>& nodes)>& inject) const {
-        ASSERT_TRUE(WaitUntil([&] {
-            return ReadFile(output(id)).find("checkpoint " + std::to_string(step)) !=
-                   std::string::npos;
-        })) << ReadFile(output(id));
-        inject(Nodes(ShowJob(id)["NodeList"]));
-        std::ofstream(fault() + "-" + std::to_string(restart)) << "x";
-    }
-};
-
-// What autoheal told the user about the job's last end: the line it appended to the job's
-// output (every decision), else the AdminComment (set on a requeue; Slurm refuses updates to a
-// finished job).
-std::string Explanation(const TrainingJob& job, const std::string& id) {
-    std::string last;
-    std::istringstream in(ReadFile(job.output(id)));
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind("autoheal: ", 0) == 0) last = line;
-    }
-    return last.empty() ? JobField(id, "AdminComment") : last;
-}
-
-// Some autoheal epilog program of this cluster (installed in its bin/) is running.
-bool EpilogRunning() {
-    const std::string prefix = ClusterDir() + "/bin/autoheal-epilog";
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator("/proc", ec)) {
-        const std::string cmdline = ReadFile(e.path().string() + "/cmdline");
-        if (cmdline.rfind(prefix, 0) == 0) return true;
-    }
-    return false;
-}
-
-// Puts every node back in service and clears what autoheal keeps between jobs, so each
-// scenario starts from a healthy cluster with no history. A scenario may leave a reboot in
-// flight (asked for, or issued and the node's slurmd restarting): resuming such a node would
-// clear Slurm's record of the reboot under it, so it is left to finish, and only nodes that are
-// drained or down with no reboot pending are resumed — again on every pass, since a reboot that
-// completes after the first pass, or a slurmd that comes back late, can leave a node out. A
-// reboot still shown after 30 s (never issued, or a slurmd that did not come back) is cancelled
-// by the resume. autoheal's files and the lab's reboot and reset records are removed last, once no
-// epilog of the cluster still runs (EpilogSlurmctld may outlive the job's nodes becoming idle, and
-// would write into the next scenario's store).
-void ResetCluster() {
-    std::map<std::string, std::chrono::steady_clock::time_point> reboot_seen;
-    std::map<std::string, std::chrono::steady_clock::time_point> resumed_at;
-    std::map<std::string, std::string> last_state;
-    const bool idle = WaitUntil(
-        [&] {
-            bool all_idle = true;
-            for (int i = 1; i <= 4; ++i) {
-                const std::string node = "node" + std::to_string(i);
-                const std::string state = ShowNode(node)["State"];
-                last_state[node] = state;
-                if (state == "IDLE") continue;
-                all_idle = false;
-                const auto now = std::chrono::steady_clock::now();
-                if (state.find("REBOOT") != std::string::npos) {
-                    if (reboot_seen.emplace(node, now).first->second + std::chrono::seconds(30) >
-                        now) {
-                        continue;
-                    }
-                } else if (state.find("DRAIN") == std::string::npos &&
-                           state.find("DOWN") == std::string::npos &&
-                           state.find("FAIL") == std::string::npos) {
-                    continue;  // completing, or busy with a job still ending: wait
-                }
-                auto [at, first] = resumed_at.emplace(node, now);
-                if (!first && at->second + std::chrono::seconds(2) > now) continue;
-                at->second = now;
-                RunCommand({"scontrol", "update", "nodename=" + node, "state=resume"});
-            }
-            return all_idle;
-        },
-        std::chrono::seconds(120));
-    ASSERT_TRUE(idle) << [&] {
-        std::string s = "nodes not idle after 120 s:";
-        for (const auto& [node, state] : last_state) s += " " + node + "=" + state;
-        return s + "\n" + RunCommand({"scontrol", "show", "node", "-o"}).out;
-    }();
-    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(90)))
-        << "an autoheal epilog of the cluster still runs after 90 s";
-    // The job_submit plugin rereads the quarantine every 2 s: the next scenario's jobs must not
-    // be steered by this one's quarantine, so wait until slurmctld has published a policy
-    // without it.
-    if (fs::remove(StateDir() + "/quarantine.json")) {
-        ASSERT_TRUE(WaitUntil(
-            [] {
-                const std::string log = ReadFile(ClusterDir() + "/log/slurmctld.log");
-                const auto at = log.rfind("autoheal: job_submit: policy loaded:");
-                return at != std::string::npos &&
-                       log.find(" quarantined=0 ", at) < log.find('\n', at);
-            },
-            std::chrono::seconds(15)))
-            << "slurmctld did not reload the policy without the quarantine";
-    }
-    fs::remove(StateDir() + "/incidents.sqlite");
-    fs::remove(StateDir() + "/incidents.sqlite-wal");
-    fs::remove(StateDir() + "/incidents.sqlite-shm");
-    fs::remove_all(StateDir() + "/tickets");
-    fs::remove_all(StateDir() + "/jobs/agents/spool");
-    // The lab's records of reboots and GPU resets are per scenario too.
-    fs::remove(ClusterDir() + "/log/reboots.log");
-    fs::remove(ClusterDir() + "/log/gpu-resets.log");
-}
-
-class E2E : public ::testing::Test {
-  protected:
-    void SetUp() override { ResetCluster(); }
-    void TearDown() override {
-        for (const std::string& id : jobs_) RunCommand({"scancel", id});
-        WaitUntil([&] {
-            for (const std::string& id : jobs_) {
-                if (!JobFinished(id)) return false;
-            }
-            return true;
-        });
-        ResetCluster();
-    }
-    std::optional<std::string> Track(std::optional<std::string> id) {
-        if (id) jobs_.push_back(*id);
-        return id;
-    }
-    std::vector<std::string> jobs_;
-};
+class E2E : public ScenarioTest {};
 
 // 1. Xid 79 mid-job: the node is drained and rebooted per the rules, the job requeued once
 //    excluding it, resumed from its last complete checkpoint, and completed.
@@ -460,13 +182,15 @@ TEST_F(E2E, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidence) {
     job.message = msg + "torch.distributed.elastic.multiprocessing.errors.ChildFailedError";
     auto id = Track(job.Submit({"-N", "4", "--gpus-per-node=1", "--auto-resume=3"}));
     ASSERT_TRUE(id);
+    // On the job's GPU (--gpus-per-node=1: minor 0, 0000:3b:00.0): a fault on a GPU the job did
+    // not have would be node3's, not this job's (DecisionTest.AFaultOnAGpuTheJobDidNotHave...).
     job.FailRun(*id, 0, 5, [](const std::vector<std::string>&) {
-        InjectKernel("node3", Xid(79, "0000:5d:00", "GPU has fallen off the bus."));
+        InjectKernel("node3", Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
     });
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
     EXPECT_EQ(ShowJob(*id)["ExcNodeList"], "node3");
     EXPECT_THAT(Explanation(job, *id),
-                HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:5d:00.0); "
+                HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:3b:00.0); "
                           "excluded node3"));
     EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE action = 'drain'"),
               std::vector<std::string>{"node3"});

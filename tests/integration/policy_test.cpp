@@ -1,10 +1,15 @@
-// The job_submit plugin's cluster policy on the real local cluster: start.sh's autoheal.yaml
-// caps --auto-resume at 5 (the SPANK plugin allows 10), the quarantine file (state_dir's
-// default, quarantine.json) is reloaded within a few seconds without restarting slurmctld, a
-// broken quarantine file or autoheal.yaml keeps the previous policy, and an auto-resume job
-// cannot be made non-requeueable with scontrol update.
+// The safety policies on the real local cluster. The job_submit plugin's cluster policy: start.sh's
+// autoheal.yaml caps --auto-resume at 5 (the SPANK plugin allows 10), the quarantine file
+// (state_dir's default, quarantine.json) is reloaded within a few seconds without restarting
+// slurmctld, a broken quarantine file or autoheal.yaml keeps the previous policy, and an
+// auto-resume job cannot be made non-requeueable with scontrol update. The breaker and the
+// decision's bounded waits (PolicyScenario, on the scenario harness of e2e_harness.h): what
+// autoheal holds out is counted from Slurm's node states, concurrent prologs of one job drain no
+// more than the bound between them, a webhook that never answers and an incident store that fails
+// cost no decision.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +19,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster_client.h"
+#include "e2e_harness.h"
+#include "http_server.h"
 
 namespace autoheal::testing {
 namespace {
@@ -239,6 +245,164 @@ TEST_F(PolicyTest, AutoResumeJobCannotBeMadeNonRequeueable) {
     update = RunCommand({"scontrol", "update", "jobid=" + *plain, "requeue=0"});
     EXPECT_EQ(update.exit_code, 0) << update.err;
     EXPECT_EQ(ShowJob(*plain)["Requeue"], "0");
+}
+
+// ------------------------------------------------------------------ breaker and bounded waits
+
+class PolicyScenario : public ScenarioTest {
+  protected:
+    // A "training" job of `name` on `node` (no auto-resume unless asked), failed at its fifth
+    // step with Xid 64 (a row remap failure: drain, reset_gpu, rma_ticket) on that node.
+    std::optional<std::string> FailWithXid64(TrainingJob* job, const std::string& node,
+                                             std::vector<std::string> args = {}) {
+        args.insert(args.end(), {"-w", node, "--gpus-per-node=1"});
+        auto id = Track(job->Submit(args));
+        if (!id) return id;
+        job->FailRun(*id, 0, 5, [&](const std::vector<std::string>&) {
+            InjectKernel(node, Xid(64, "0000:3b:00", "Row remapping failed"));
+        });
+        return id;
+    }
+    static bool Drained(const std::string& node) {
+        return ShowNode(node)["State"].find("DRAIN") != std::string::npos;
+    }
+};
+
+constexpr const char* kLabBreaker = "  breaker: {max_fraction: 0.5, max_nodes: 2, window: 1h}\n";
+
+// Issue 13.2/13 "Done when": a systemic fault. With at most one node out at once, the first
+// failing node is drained; a second, in a later job, is held, not drained: the breaker counts
+// the node still drained from Slurm's node states (not what this decision did), records the
+// held actions and the alert, and quarantines the node instead.
+TEST_F(PolicyScenario, WithOneNodeOutASecondFailingNodeIsHeldAndTheHoldRecorded) {
+    ConfigOverride one(kLabBreaker, "  breaker: {max_fraction: 0.5, max_nodes: 1}\n");
+    TrainingJob first{"breaker-1"};
+    ASSERT_TRUE(FailWithXid64(&first, "node1"));
+    ASSERT_TRUE(WaitUntil([] { return Drained("node1"); })) << ShowNode("node1")["State"];
+    TrainingJob second{"breaker-2"};
+    auto id = FailWithXid64(&second, "node2");
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(second, *id).empty(); }));
+    ASSERT_TRUE(WaitUntil(
+        [] { return !Query("SELECT outcome FROM actions WHERE action = 'alert'").empty(); }));
+    EXPECT_FALSE(Drained("node2")) << ShowNode("node2")["State"];
+    EXPECT_TRUE(Drained("node1"));
+    EXPECT_THAT(Query("SELECT detail FROM actions WHERE target = 'node2' AND outcome = 'held'"),
+                ::testing::Contains(HasSubstr("drain (breaker)")));
+    EXPECT_THAT(Query("SELECT target FROM actions WHERE action = 'drain' AND outcome = 'done'"),
+                ::testing::ElementsAre("node1"));
+    EXPECT_THAT(AutohealLog(), HasSubstr("breaker open: 1 of 4 nodes already taken out by "
+                                         "autoheal (limit 1)"));
+    EXPECT_THAT(ReadFile(StateDir() + "/quarantine.json"), HasSubstr("\"node2\""));
+}
+
+// Issue 13.2: the prologs of one two-node job fail their health checks at once, with autoheal
+// already holding one node out and two allowed: under the breaker lock exactly one of them
+// drains its node, the other alerts and leaves its node in service.
+TEST_F(PolicyScenario, ConcurrentPrologsOfOneJobDrainNoMoreThanTheBreakerAllows) {
+    ASSERT_EQ(RunCommand({"scontrol", "update", "nodename=node4", "state=drain",
+                          "reason=autoheal: faulty_gpu (test)"})
+                  .exit_code,
+              0);
+    // An admin's drain does not count: it only keeps the job on node1 and node2.
+    ASSERT_EQ(RunCommand({"scontrol", "update", "nodename=node3", "state=drain",
+                          "reason=admin: cabling (test)"})
+                  .exit_code,
+              0);
+    const std::string scenarios = ClusterDir() + "/lib/fake-gpu/scenarios/";
+    for (const char* node : {"node1", "node2"}) {
+        std::ofstream(scenarios + node + ".json")
+            << R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0",
+                             "remapped_rows": {"failure": true}},
+                            {"minor": 1, "pci_bus_id": "0000:5d:00.0"}]})";
+    }
+    struct RemoveScenarios {
+        std::string dir;
+        ~RemoveScenarios() {
+            std::filesystem::remove(dir + "node1.json");
+            std::filesystem::remove(dir + "node2.json");
+        }
+    } remove{scenarios};
+    CommandResult r;
+    auto id = Track(Submit({"-N", "2", "--gpus-per-node=2", "--health-check=quick"},
+                           "#!/bin/bash\necho ran on $SLURMD_NODENAME\n", &r));
+    ASSERT_TRUE(id) << r.err;
+    // Both prologs have ended: one drained its node, the other alerted.
+    const std::string alert = "not drained, job=" + *id + " allowed to start";
+    ASSERT_TRUE(WaitUntil([&] {
+        const std::string log = AutohealLog();
+        return log.find(alert) != std::string::npos &&
+               (log.find("node=node1 drained") != std::string::npos ||
+                log.find("node=node2 drained") != std::string::npos);
+    })) << AutohealLog();
+    EXPECT_NE(Drained("node1"), Drained("node2"))
+        << ShowNode("node1")["State"] << " " << ShowNode("node2")["State"];
+    EXPECT_THAT(AutohealLog(), HasSubstr("breaker open: 2 of 4 nodes already taken out by "
+                                         "autoheal (limit 2)"));
+}
+
+// Issue 13.4: a ticket webhook that accepts the connection and never answers holds up no
+// decision: the job is decided and requeued well within the controller's wait, the ticket left
+// queued in the store.
+TEST_F(PolicyScenario, AWebhookThatNeverAnswersHoldsUpNoDecisionOrRequeue) {
+    HttpServer hanging({200}, 0, /*hang=*/true);
+    ConfigOverride webhook("  tickets:\n    sinks:\n      - {type: webhook, url: '" +
+                           hanging.url() + "', timeout_seconds: 30}\n");
+    TrainingJob job{"hanging-webhook"};
+    auto id = FailWithXid64(&job, "node1", {"--auto-resume=1"});
+    ASSERT_TRUE(id);
+    const auto failed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(25)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - failed)
+            .count();
+    EXPECT_LT(seconds, 25);
+    EXPECT_TRUE(Drained("node1"));
+    // The RMA ticket is queued, not delivered (its delivery runs after the decision).
+    EXPECT_EQ(Query("SELECT count(*) FROM tickets"), std::vector<std::string>{"1"});
+    EXPECT_TRUE(Query("SELECT id FROM tickets WHERE state = 'delivered'").empty());
+    RunCommand({"scancel", *id});
+}
+
+// Issue 13.5: an incident store that fails (here locked by another writer for the whole
+// decision) stops no remediation: the node is drained and the job requeued; the run is spooled
+// and imported into the store by a later job end.
+TEST_F(PolicyScenario, AFailingIncidentStoreStillDrainsAndRequeuesAndSpoolsTheRun) {
+    // The store exists (every job end opens it), then a writer holds it.
+    CommandResult r;
+    auto warm = Track(Submit({"-w", "node3"}, kScript, &r));
+    ASSERT_TRUE(warm) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return !Query("SELECT job FROM runs").empty(); }));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((StateDir() + "/incidents.sqlite").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    TrainingJob job{"failing-store"};
+    auto id = FailWithXid64(&job, "node1", {"--auto-resume=1"});
+    ASSERT_TRUE(id);
+    const bool requeued =
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(60));
+    const bool spooled = WaitUntil([&] {
+        return AutohealLog().find("store failing: run kept in the spool") != std::string::npos;
+    });
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    ASSERT_TRUE(requeued) << AutohealLog();
+    ASSERT_TRUE(spooled) << AutohealLog();
+    EXPECT_TRUE(Drained("node1"));
+    EXPECT_TRUE(Query("SELECT job FROM incidents WHERE job = '" + *id + "'").empty());
+    RunCommand({"scancel", *id});
+    // The next job end imports the spooled run.
+    auto next = Track(Submit({"-w", "node3"}, kScript, &r));
+    ASSERT_TRUE(next) << r.err;
+    EXPECT_TRUE(WaitUntil([&] {
+        return !Query("SELECT node FROM incidents WHERE job = '" + *id + "' AND node = 'node1'")
+                    .empty();
+    })) << AutohealLog();
+    EXPECT_THAT(Query("SELECT outcome FROM actions WHERE action = 'drain' AND target = 'node1'"),
+                ::testing::ElementsAre("done"));
 }
 
 }  // namespace

@@ -33,6 +33,19 @@ const std::string kXid79 = XidLine(79, "0000:3b:00", "GPU has fallen off the bus
 
 class CtldEpilogTest : public ::testing::Test, public EpilogTestEnv {
   protected:
+    // Job 77 failed on node2 with Xid 79 in its report: its facts and reports loaded into `in`.
+    JobTimes Job77WithXid79(DecisionInput* in) {
+        FailedJob(77, {"node2"});
+        Kernel("node2", {kXid79});
+        WriteReports();
+        in->rules = &engine.rules;
+        in->config = &rc;
+        in->job.job = "77";
+        in->job.nodes = {"node2"};
+        JobTimes times = LoadFacts(Env(), in).value();
+        CollectReports(Env(), times, in);
+        return times;
+    }
     // The times LoadFacts reads for the job FailedJob made (its run started 10 minutes ago).
     JobTimes Times() {
         JobTimes t;
@@ -629,28 +642,39 @@ TEST(SlurmErrorCodeTest, MapsSlurmErrnoToCodes) {
 }
 
 TEST_F(CtldEpilogTest, DecideJobRecordsTheRunUnlessRequeuedElsewhere) {
-    FailedJob(77, {"node2"});
-    Kernel("node2", {kXid79});
-    WriteReports();
     DecisionInput in;
-    in.rules = &engine.rules;
-    in.config = &rc;
-    in.job.job = "77";
-    in.job.nodes = {"node2"};
-    JobTimes times = LoadFacts(Env(), &in).value();
-    CollectReports(Env(), times, &in);
-    auto d = DecideJob(Env(), &in, times);
+    JobTimes times = Job77WithXid79(&in);
+    const BreakerLock breaker(config.state_dir, 1);
+    ASSERT_TRUE(breaker.held()) << breaker.error();
+    auto d = DecideJob(Env(), &in, times, breaker);
     ASSERT_TRUE(d);
     EXPECT_EQ(d->cause, "faulty_gpu");
+    EXPECT_FALSE(d->breaker_open);
     EXPECT_EQ(in.cluster.nodes.size(), 4u);
     EXPECT_EQ(store->CountJobRuns("node2", "blamed", 0).value(), 1);
     times.requeued_elsewhere = true;
     in.job.job = "78";
     ctx.job_id = "78";
-    auto again = DecideJob(Env(), &in, times);
+    auto again = DecideJob(Env(), &in, times, breaker);
     ASSERT_TRUE(again);
     EXPECT_FALSE(again->requeue);
     EXPECT_THAT(again->explanation, IsEmpty());
+}
+
+// Issue 13.2: a decision that could not take the breaker lock (a prolog is draining under it,
+// or the shared folder is gone) cannot count what autoheal holds out: its drain is held.
+TEST_F(CtldEpilogTest, ADecisionWithoutTheBreakerLockTakesNoNodeOut) {
+    DecisionInput in;
+    JobTimes times = Job77WithXid79(&in);
+    const BreakerLock none(config.state_dir + "/nonexistent", 0);
+    ASSERT_FALSE(none.held());
+    auto d = DecideJob(Env(), &in, times, none);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->cause, "faulty_gpu");
+    EXPECT_TRUE(d->breaker_open);
+    ASSERT_EQ(d->plans.size(), 1u);
+    EXPECT_THAT(d->plans[0].actions, IsEmpty());
+    EXPECT_THAT(d->breaker_note, HasSubstr("under the breaker lock"));
 }
 
 // An epilog that runs twice on one run records no second incident and requeues nothing twice.

@@ -91,6 +91,27 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
 
 // 15.3: exit 93 is the job's own "do not requeue" (NVIDIA's resilience launcher): never
 // requeued, whatever the evidence; the node is still handled.
+// Issue 12.5: evidence is scoped to the GPUs the job had. An Xid 79 on a GPU of node2 the job
+// did not have still drains and reboots node2 (evidence about the node), but does not explain
+// this job's failure: node2 is no culprit, the job is not blamed on it nor requeued by it.
+TEST_F(DecisionTest, AFaultOnAGpuTheJobDidNotHaveIsTheNodesNotTheJobs) {
+    Kernel("node2", {Xid(79, "0000:5d:00", "GPU has fallen off the bus.")});
+    Report("node2").job_gpus = {"0000:3b:00.0"};
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.culprits, IsEmpty());
+    EXPECT_NE(d.cause, "faulty_gpu");
+    EXPECT_FALSE(d.requeue);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].node, "node2");
+    EXPECT_EQ(d.plans[0].gpu, "0000:5d:00.0");
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
+    // The job's own GPU: blamed as before; the map unknown (empty): every GPU counts.
+    Report("node2").job_gpus = {"0000:3b:00.0", "0000:5d:00.0"};
+    EXPECT_THAT(Decide(in_).culprits, ElementsAre("node2"));
+    Report("node2").job_gpus.clear();
+    EXPECT_THAT(Decide(in_).culprits, ElementsAre("node2"));
+}
+
 TEST_F(DecisionTest, ExitCode93IsNeverRequeued) {
     Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     in_.job.exit_status = kNoRequeueExitCode;
@@ -441,6 +462,49 @@ TEST_F(DecisionTest, EscalationFromHistoryAddsAnRmaTicket) {
     JobDecision d = Decide(in_);
     ASSERT_EQ(d.plans.size(), 1u);
     EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "rma_ticket"));
+}
+
+// Issue 13.1: Xid 13 (an application fault) repeating on one GPU blames the GPU only when the
+// jobs were of escalation_min_users distinct users: one user's buggy kernel, run again and
+// again, drains nothing.
+TEST_F(DecisionTest, AnAppFaultRepeatingOnOneGpuEscalatesOnlyAcrossDistinctUsers) {
+    Kernel("node2", {Xid(13, "0000:3b:00", "Graphics SM Warp Exception on (GPC 0, TPC 0)")});
+    in_.job.user = "1001";
+    const JobDecision alone = Decide(in_);
+    ASSERT_EQ(alone.verdicts.size(), 4u);
+    const std::string rule = alone.verdicts[1].diagnosis.rule;
+    ASSERT_FALSE(rule.empty());
+    EXPECT_THAT(alone.plans, IsEmpty());  // the job's own fault, the first time
+    auto earlier = [&](const std::string& job, const std::string& user) {
+        diag::HistoryRecord h;
+        h.node = "node2";
+        h.gpu = "0000:3b:00.0";
+        h.rule = rule;
+        h.cause = "user_error";
+        h.job = job;
+        h.user = user;
+        h.time = in_.cluster.now - 3600;
+        return h;
+    };
+    // Three jobs of one user (and one run whose user is unknown): no escalation.
+    in_.history = {{"node2", {earlier("70", "1001"), earlier("71", "1001"), earlier("72", "")}}};
+    JobDecision d = Decide(in_);
+    EXPECT_THAT(d.plans, IsEmpty());
+    EXPECT_EQ(d.verdicts[1].diagnosis.cause, "user_error");
+    EXPECT_EQ(d.verdicts[1].diagnosis.escalation, "");
+    // One of the jobs was another user's: the GPU is blamed.
+    in_.history = {{"node2", {earlier("70", "1001"), earlier("71", "1002")}}};
+    d = Decide(in_);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].node, "node2");
+    EXPECT_EQ(d.plans[0].cause, "faulty_gpu");
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reset_gpu"));
+    EXPECT_EQ(d.verdicts[1].diagnosis.escalation, "3 jobs of 2 users on this gpu within 7d");
+    config_.escalation_min_users = 3;
+    EXPECT_THAT(Decide(in_).plans, IsEmpty());
+    config_.escalation_min_users = 1;  // a site may count one user's jobs
+    in_.history = {{"node2", {earlier("70", "1001"), earlier("71", "1001")}}};
+    EXPECT_EQ(Decide(in_).plans.size(), 1u);
 }
 
 TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {

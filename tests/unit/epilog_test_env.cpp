@@ -22,7 +22,8 @@ EpilogTestEnv::EpilogTestEnv() {
     dir = fs::temp_directory_path() /
           ("epilog_test." + std::to_string(::getpid()) + "." + std::to_string(counter++));
     fs::remove_all(dir);
-    fs::create_directories(dir);
+    // state_dir/jobs exists as the install makes it (the shared export; the breaker lock is there).
+    fs::create_directories(dir / "jobs");
     config.source = "test";
     config.state_dir = dir.string();
     config.policy.quarantine_file = (dir / "quarantine.json").string();

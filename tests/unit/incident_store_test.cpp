@@ -393,7 +393,25 @@ TEST_F(IncidentStoreTest, HistoryFiltersByNodeGpuAndTimeAndFeedsEscalation) {
     EXPECT_EQ(newest.rule, "xid-79");
     EXPECT_EQ(newest.cause, "gpu-hardware");
     EXPECT_EQ(newest.job, "job-400");
+    EXPECT_EQ(newest.user, "");  // no job run recorded for it
     EXPECT_EQ(options.history[1].gpu, gpu_y);
+}
+
+// Escalation by distinct users (issue 13.1): each incident carries the user of its job's run on
+// that node, as the controller recorded it.
+TEST_F(IncidentStoreTest, HistoryCarriesTheUserOfTheIncidentsJobRun) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "1")).ok());
+    ASSERT_TRUE(store->RecordIncident(Incident(200, "node-a", "0000:3b:00.0", "2")).ok());
+    ASSERT_TRUE(store->RecordJobRun("job-100", 0, {"node-a", "node-b"}, 100, "own", "1001").ok());
+    ASSERT_TRUE(store->RecordJobRun("job-200", 0, {"node-b"}, 200, "own", "1002").ok());
+    auto h = store->History(0, "node-a", "");
+    ASSERT_TRUE(h.ok()) << h.error();
+    ASSERT_EQ(h->size(), 2u);
+    EXPECT_EQ((*h)[1].job, "job-100");
+    EXPECT_EQ((*h)[1].user, "1001");
+    EXPECT_EQ((*h)[0].user, "");  // job-200 ran on node-b only
 }
 
 TEST_F(IncidentStoreTest, HistoryIsCapped) {

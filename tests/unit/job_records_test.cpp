@@ -52,7 +52,8 @@ NodeReport SampleReport() {
 }
 
 TEST(NodeReport, TypedEvidenceRoundTrips) {
-    const NodeReport r = SampleReport();
+    NodeReport r = SampleReport();
+    r.job_gpus = {"0000:3b:00.0"};
     const std::string json = NodeReportToJson(r);
     const auto j = nlohmann::json::parse(json);
     EXPECT_EQ(j["version"], kNodeReportVersion);
@@ -81,6 +82,7 @@ TEST(NodeReport, TypedEvidenceRoundTrips) {
     EXPECT_EQ(back->job_output.sources[0], "job-output");
     EXPECT_TRUE(back->job_output_read);
     EXPECT_EQ(back->gpus[0].serial, "S1");
+    EXPECT_EQ(back->job_gpus, r.job_gpus);
     EXPECT_EQ(back->local_cause, r.local_cause);
     EXPECT_EQ(back->problems, r.problems);
     EXPECT_EQ(NodeReportToJson(*back), json);

@@ -40,5 +40,17 @@ TEST(RemediationConfig, DurationsUseTheOneGrammar) {
     }
 }
 
+TEST(RemediationConfig, EscalationMinUsers) {
+    auto defaults = ParseRemediationConfig(YAML::Node(), "a.yaml");
+    ASSERT_TRUE(defaults);
+    EXPECT_EQ(defaults->escalation_min_users, 2);
+    auto one = ParseRemediationConfig(YAML::Load("escalation_min_users: 1\n"), "a.yaml");
+    ASSERT_TRUE(one) << one.error();
+    EXPECT_EQ(one->escalation_min_users, 1);
+    auto zero = ParseRemediationConfig(YAML::Load("escalation_min_users: 0\n"), "a.yaml");
+    ASSERT_FALSE(zero);
+    EXPECT_THAT(zero.error(), HasSubstr("remediation.escalation_min_users"));
+}
+
 }  // namespace
 }  // namespace autoheal::remediation

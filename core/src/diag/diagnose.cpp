@@ -141,8 +141,10 @@ void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis
         const std::string& key = step.per == "gpu" ? d->culprit.gpu : d->culprit.node;
         if (key.empty()) continue;
         std::set<std::string> jobs;
+        std::set<std::string> users;
         int count = 1;  // this incident
         if (!options.job.empty()) jobs.insert(options.job);
+        if (!options.user.empty()) users.insert(options.user);
         for (const HistoryRecord& h : options.history) {
             if (h.rule != rule.name) continue;
             if ((step.per == "gpu" ? h.gpu : h.node) != key) continue;
@@ -154,15 +156,25 @@ void ApplyEscalation(const Rule& rule, const DiagnoseOptions& options, Diagnosis
             if (options.now - h.time > step.within_seconds || h.time > options.now) continue;
             ++count;
             if (!h.job.empty()) jobs.insert(h.job);
+            if (!h.user.empty()) users.insert(h.user);
         }
         const int repeats = step.distinct_jobs ? static_cast<int>(jobs.size()) : count;
         if (repeats < step.repeats) continue;
+        // A fault the job itself may cause repeats across jobs of one user when that user's
+        // code is at fault: it blames the GPU only across distinct users.
+        const int distinct_users = static_cast<int>(users.size());
+        // (One user: jobs alone count, users known or not.)
+        if (step.distinct_jobs && options.escalation_min_users > 1 &&
+            distinct_users < options.escalation_min_users) {
+            continue;
+        }
         if (step.cause) d->cause = *step.cause;
         if (step.actions) d->actions = *step.actions;
         if (step.requeue) d->requeue = *step.requeue;
-        d->escalation = std::to_string(repeats) + (step.distinct_jobs ? " jobs" : " times") +
-                        " on this " + step.per + " within " +
-                        std::to_string(step.within_seconds / 86400) + "d";
+        d->escalation =
+            std::to_string(repeats) + (step.distinct_jobs ? " jobs" : " times") +
+            (step.distinct_jobs ? " of " + std::to_string(distinct_users) + " users" : "") +
+            " on this " + step.per + " within " + std::to_string(step.within_seconds / 86400) + "d";
     }
 }
 

@@ -6,8 +6,14 @@
 
 namespace autoheal::remediation {
 
-Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTimes& times) {
+Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTimes& times,
+                              const BreakerLock& breaker) {
     auto nodes = UntilSlurmAnswers(env.clock, [&] { return env.slurm.ListNodes(); });
+    if (!breaker.held()) {
+        // A prolog may be draining a node right now: the count cannot be trusted.
+        spdlog::error("autoheal: epilog-ctld: breaker: {}", breaker.error());
+        in->cluster.nodes_known = false;
+    }
     if (nodes) {
         in->cluster.nodes = std::move(*nodes);
     } else {

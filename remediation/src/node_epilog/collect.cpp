@@ -2,6 +2,7 @@
 #include <pwd.h>
 #include <sys/fsuid.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <functional>
@@ -47,6 +48,11 @@ void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::No
     }
     for (const auto& g : (before ? before->gpus : ev->after.gpus)) {
         ev->report.gpus.push_back({g.pci_bus_id, g.uuid, g.serial, g.name});
+    }
+    // The job's GPUs by PCI bus id: SLURM_JOB_GPUS holds minor numbers (/dev/nvidiaN).
+    for (const auto& g : ev->after.gpus) {
+        if (g.minor && std::find(minors->begin(), minors->end(), *g.minor) != minors->end())
+            ev->report.job_gpus.push_back(g.pci_bus_id);
     }
 }
 

@@ -28,13 +28,18 @@ struct HistoryRecord {
     std::string job;
     // The incident's deduplication key in the store: "<job>/run<N>/..." for a job run's.
     std::string key;
+    std::string user;  // the job's user (uid), when known
 };
 
 struct DiagnoseOptions {
     std::string node;  // the node the logs come from, when known
     std::string job;   // the job the logs belong to, when known
+    std::string user;  // the job's user (uid), when known
     std::vector<HistoryRecord> history;
     std::int64_t now = 0;  // seconds since the epoch
+    // An escalation step that counts distinct jobs (`distinct: job`) also needs at least this
+    // many distinct users among them (this job's user and the history's known users).
+    int escalation_min_users = 1;
 };
 
 struct Culprit {

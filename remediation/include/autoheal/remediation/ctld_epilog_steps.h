@@ -20,6 +20,7 @@
 #include "autoheal/core/config.h"
 #include "autoheal/core/script_env.h"
 #include "autoheal/diag/taxonomy.h"
+#include "autoheal/remediation/breaker_lock.h"
 #include "autoheal/remediation/clock.h"
 #include "autoheal/remediation/controller.h"
 #include "autoheal/remediation/decision.h"
@@ -100,7 +101,10 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in);
 
 // REQUIRES: the controller lock is held. Reads every node's state (for the breaker; unreadable:
 // no node is taken out), decides, and records the job run (unless requeued elsewhere).
-Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTimes& times);
+// The caller holds the controller lock and tries the breaker lock (breaker_lock.h) before it:
+// when that was not taken, the breaker cannot count and no node is taken out.
+Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTimes& times,
+                              const BreakerLock& breaker);
 // The job run's rows for the lemons (DecideJob's record); a store error is logged.
 bool RecordJobRunOf(const CtldEnv& env, const DecisionInput& in, const JobDecision& d);
 

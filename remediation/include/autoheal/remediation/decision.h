@@ -81,6 +81,9 @@ struct NodeVerdict {
     diag::Diagnosis diagnosis;
     diag::EvidenceSet evidence;
     bool culprit = false;
+    // The diagnosis names a GPU the job did not have (NodeReport::job_gpus): evidence about the
+    // node (its plan stands), not about this job's failure (the node is no culprit of it).
+    bool other_gpu = false;
 };
 
 struct NodePlan {

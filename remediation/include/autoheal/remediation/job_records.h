@@ -106,6 +106,10 @@ struct NodeReport {
     diag::EvidenceSet job_output;
     bool job_output_read = false;
     std::vector<GpuIdentity> gpus;
+    // The PCI bus ids of the GPUs the job had on this node (SLURM_JOB_GPUS, minor numbers, mapped
+    // through NVML); empty when unknown (no GPUs allocated, or the map not read): then every
+    // GPU's evidence may explain the job's failure.
+    std::vector<std::string> job_gpus;
     // The newest complete checkpoint in --ckpt-dir (batch host only; found as the job's user).
     std::optional<CheckpointMark> checkpoint;
     std::string local_cause;            // the node's own diagnosis, for logs

@@ -18,6 +18,8 @@
 //   correlation: {window: 10m, min_nodes: 2}    # nodes under one leaf switch
 //   lemon: {failures: 3, min_users: 2, window: 7d}   # unexplained job failures of several
 //                                  # users on one node: drained
+//   escalation_min_users: 2        # a rule's `distinct: job` escalation (an application fault
+//                                  # repeating on one GPU) also needs this many distinct users
 //   tickets: {...}                 # sinks, see ticket_config.h
 //   metrics_dir: /var/lib/prometheus/node-exporter   # Prometheus textfiles (metrics.h); empty:
 //                                  # none (default)
@@ -75,6 +77,10 @@ struct RemediationConfig {
     BreakerConfig breaker;
     CorrelationConfig correlation;
     LemonConfig lemon;
+    // A rule's escalation step that counts distinct jobs (`distinct: job`: a fault the job
+    // itself may cause, Xid 13/31, repeating on one GPU) fires only when those jobs were of at
+    // least this many distinct users, so that one user's buggy kernel cannot get a GPU drained.
+    int escalation_min_users = 2;
     TicketConfig tickets;     // the `tickets:` sub-section (ticket_config.h)
     std::string metrics_dir;  // node_exporter's textfile folder; empty: no metrics files
 };
