@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
 #include <random>
 #include <set>
@@ -14,6 +15,7 @@
 #include "autoheal/core/script_env.h"
 #include "autoheal/core/submit_policy.h"
 #include "autoheal/diag/evidence.h"
+#include "autoheal/remediation/breaker_lock.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "autoheal/remediation/ticket_config.h"
@@ -168,6 +170,7 @@ class AutohealWorld {
         engine_.scanner = scanner_;
         config_.source = "simulate";
         config_.state_dir = work_dir;
+        std::filesystem::create_directories(work_dir + "/jobs");  // the breaker lock's folder
         config_.policy.quarantine_file = work_dir + "/quarantine.json";
         config_.policy.max_auto_resume = s.auto_resume;
         rc_.breaker.max_nodes = s.breaker_max_nodes;
@@ -265,7 +268,10 @@ class AutohealWorld {
         auto times = remediation::LoadFacts(env, &in);
         if (times) {
             in.reports = Reports(c, job_nodes, fault_nodes, down, &in.job.missing_reports);
-            auto decided = remediation::DecideJob(env, &in, *times);
+            // As the controller does: the breaker's count and the drains under the breaker lock.
+            const remediation::BreakerLock breaker(config_.state_dir,
+                                                   remediation::kBreakerLockWaitSeconds);
+            auto decided = remediation::DecideJob(env, &in, *times, breaker);
             if (decided) {
                 d = std::move(*decided);
                 auto incidents = remediation::RecordIncidents(env, in, d);
