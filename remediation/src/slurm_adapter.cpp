@@ -9,9 +9,11 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <sstream>
+
+#include "autoheal/slurm_compat.h"
 
 extern "C" {
-#include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 // Exported by libslurm but not declared in slurm.h (returns a static string).
 const char* slurm_node_state_string(uint32_t state);
@@ -25,11 +27,13 @@ namespace {
 Error SlurmError(const std::string& what, int rc) {
     return MakeError(SlurmErrorCode(rc), "slurm: " + what + ": " + slurm_strerror(rc));
 }
-Error SlurmError(const std::string& what) { return SlurmError(what, slurm_get_errno()); }
+// Slurm's calls leave their error in errno.
+Error SlurmError(const std::string& what) { return SlurmError(what, errno); }
 
 }  // namespace
 
 ErrorCode SlurmErrorCode(int slurm_errno) {
+    if (autoheal_slurm_is_socket_receive_error(slurm_errno) != 0) return ErrorCode::kUnavailable;
     switch (slurm_errno) {
         case SLURM_COMMUNICATIONS_CONNECTION_ERROR:
         case SLURM_COMMUNICATIONS_SEND_ERROR:
@@ -39,9 +43,6 @@ ErrorCode SlurmErrorCode(int slurm_errno) {
         case SLURMCTLD_COMMUNICATIONS_SEND_ERROR:
         case SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR:
         case SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR:
-        case SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH:
-        case SLURM_PROTOCOL_SOCKET_IMPL_NEGATIVE_RECV_LENGTH:
-        case SLURM_PROTOCOL_SOCKET_IMPL_NOT_ALL_DATA_SENT:
         case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
         case SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT:
         case ESLURM_IN_STANDBY_MODE:
@@ -131,7 +132,7 @@ Result<bool> SlurmAdapter::SetDrain(const std::string& node, const std::string& 
     msg.node_names = const_cast<char*>(node.c_str());
     msg.node_state = NODE_STATE_DRAIN;
     msg.reason = const_cast<char*>(reason.c_str());
-    msg.reason_uid = getuid();
+    autoheal_update_node_set_reason_uid(&msg, getuid());
     if (slurm_update_node(&msg) != SLURM_SUCCESS) return SlurmError("drain " + node);
     return true;
 }
@@ -187,7 +188,8 @@ JobInfo ToJobInfo(const slurm_job_info_t& j) {
 
 Result<JobInfo> SlurmAdapter::GetJob(std::uint32_t job_id) {
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_DETAIL) != 0 || msg == nullptr) {
+    if (slurm_load_job(&msg, autoheal_job_id_arg(job_id), SHOW_ALL | SHOW_DETAIL) != 0 ||
+        msg == nullptr) {
         return SlurmError("load job " + std::to_string(job_id));
     }
     std::optional<JobInfo> found;
@@ -223,14 +225,14 @@ Result<std::vector<JobInfo>> SlurmAdapter::RunningJobsOn(const std::string& node
 }
 
 Result<bool> SlurmAdapter::EndJob(std::uint32_t job_id) {
-    if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS) {
+    if (slurm_kill_job(autoheal_job_id_arg(job_id), SIGKILL, 0) != SLURM_SUCCESS) {
         return SlurmError("end job " + std::to_string(job_id));
     }
     return true;
 }
 
 Result<bool> SlurmAdapter::Requeue(std::uint32_t job_id) {
-    if (slurm_requeue(job_id, 0) != SLURM_SUCCESS) {
+    if (slurm_requeue(autoheal_job_id_arg(job_id), 0) != SLURM_SUCCESS) {
         return SlurmError("requeue job " + std::to_string(job_id));
     }
     return true;
@@ -239,7 +241,7 @@ Result<bool> SlurmAdapter::Requeue(std::uint32_t job_id) {
 Result<bool> SlurmAdapter::UpdateJob(std::uint32_t job_id, const JobUpdate& update) {
     job_desc_msg_t msg;
     slurm_init_job_desc_msg(&msg);
-    msg.job_id = job_id;
+    autoheal_job_desc_set_id(&msg, job_id);
     std::string exc = update.exc_nodes.value_or("");
     std::string comment = update.admin_comment.value_or("");
     if (update.exc_nodes) msg.exc_nodes = exc.data();
@@ -251,28 +253,67 @@ Result<bool> SlurmAdapter::UpdateJob(std::uint32_t job_id, const JobUpdate& upda
     return true;
 }
 
+namespace {
+
+// The value of `key=` in one printed topology record ("SwitchName=leaf1 Level=0 ..."); empty when
+// absent or "(null)".
+std::string RecordField(const std::string& line, const std::string& key) {
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+        if (word.compare(0, key.size() + 1, key + "=") != 0) continue;
+        std::string value = word.substr(key.size() + 1);
+        return value == "(null)" ? "" : value;
+    }
+    return "";
+}
+
+}  // namespace
+
+// Read from Slurm's own printing of the reply: from 23.11 on the reply's records are opaque to
+// clients, and the printed form (tree: SwitchName/Level/Nodes, block: BlockName/Nodes) is the
+// same in every release. A block (e.g. an NVL72 rack) is a blast-radius unit like a leaf switch:
+// level 0.
 Result<std::vector<SwitchInfo>> SlurmAdapter::Topology() {
     topo_info_response_msg_t* msg = nullptr;
-    if (slurm_load_topo(&msg) != SLURM_SUCCESS || msg == nullptr) {
+    if (autoheal_load_topo(&msg) != SLURM_SUCCESS || msg == nullptr) {
         return SlurmError("load topology");
     }
+    char* text = nullptr;
+    std::size_t size = 0;
+    FILE* out = open_memstream(&text, &size);
+    if (out == nullptr) {
+        slurm_free_topo_info_msg(msg);
+        return MakeError(ErrorCode::kInternal, "slurm: topology: open_memstream failed");
+    }
+    autoheal_print_topo(out, msg);
+    std::fclose(out);
+    slurm_free_topo_info_msg(msg);
+    std::istringstream lines(std::string(text != nullptr ? text : "", size));
+    free(text);
     std::vector<SwitchInfo> switches;
-    for (uint32_t i = 0; i < msg->record_count; ++i) {
-        const topo_info_t& t = msg->topo_array[i];
+    std::string line;
+    while (std::getline(lines, line)) {
         SwitchInfo sw;
-        sw.name = Str(t.name);
-        sw.level = t.level;
-        if (t.nodes != nullptr && *t.nodes != '\0') sw.nodes = ExpandHostlist(t.nodes);
+        sw.name = RecordField(line, "SwitchName");
+        if (!sw.name.empty()) {
+            sw.level = std::atoi(RecordField(line, "Level").c_str());
+        } else {
+            sw.name = RecordField(line, "BlockName");
+            if (sw.name.empty()) continue;
+            sw.level = 0;
+        }
+        const std::string nodes = RecordField(line, "Nodes");
+        if (!nodes.empty()) sw.nodes = ExpandHostlist(nodes);
         switches.push_back(std::move(sw));
     }
-    slurm_free_topo_info_msg(msg);
     return switches;
 }
 
 std::vector<std::string> SlurmAdapter::ExpandHostlist(const std::string& expression) {
     std::vector<std::string> names;
     if (expression.empty()) return names;
-    hostlist_t hl = slurm_hostlist_create(expression.c_str());
+    autoheal_hostlist_t hl = slurm_hostlist_create(expression.c_str());
     if (hl == nullptr) return names;
     while (char* host = slurm_hostlist_shift(hl)) {
         names.emplace_back(host);
@@ -284,13 +325,18 @@ std::vector<std::string> SlurmAdapter::ExpandHostlist(const std::string& express
 
 std::string SlurmAdapter::CompressHostlist(const std::vector<std::string>& names) {
     if (names.empty()) return "";
-    hostlist_t hl = slurm_hostlist_create(nullptr);
+    autoheal_hostlist_t hl = slurm_hostlist_create(nullptr);
     if (hl == nullptr) return "";
     for (const std::string& n : names) slurm_hostlist_push_host(hl, n.c_str());
     slurm_hostlist_uniq(hl);
-    char* s = slurm_hostlist_ranged_string_malloc(hl);
-    std::string out = s != nullptr ? s : "";
-    free(s);
+    // slurm_hostlist_ranged_string_malloc is gone from 23.11 on; the sized form is everywhere.
+    std::string out(256, '\0');
+    ssize_t n = 0;
+    while ((n = slurm_hostlist_ranged_string(hl, out.size(), out.data())) < 0 &&
+           out.size() < (std::size_t{1} << 26)) {
+        out.resize(out.size() * 2);
+    }
+    out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
     slurm_hostlist_destroy(hl);
     return out;
 }

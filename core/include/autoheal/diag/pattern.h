@@ -27,8 +27,9 @@ inline bool MatchFields(const RE2& re, std::string_view text,
                         std::vector<std::pair<std::string, std::string>>* fields) {
     std::vector<re2::StringPiece> groups(static_cast<std::size_t>(re.NumberOfCapturingGroups()) +
                                          1);
-    if (!re.Match(text, 0, text.size(), RE2::UNANCHORED, groups.data(),
-                  static_cast<int>(groups.size()))) {
+    // RE2's StringPiece is absl::string_view on Debian 13 (built without the std alias).
+    if (!re.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED,
+                  groups.data(), static_cast<int>(groups.size()))) {
         return false;
     }
     for (const auto& [name, index] : re.NamedCapturingGroups()) {

@@ -1,10 +1,13 @@
-// job_submit/autoheal: cluster policy applied inside slurmctld when a job is submitted or
-// updated (core/submit_policy.h decides; this file translates for Slurm).
+// job_submit/autoheal's C++ core: cluster policy applied inside slurmctld when a job is submitted
+// or updated (core/submit_policy.h decides). It sees no Slurm structure: the C glue
+// (job_submit_autoheal.c, built per Slurm release) translates Slurm's job into the plain types of
+// job_submit_glue.h and applies the verdict.
 //
-// Threads and locks: job_submit() and job_modify() run under slurmctld's locks, so they do no
-// file I/O at all. They read one immutable SubmitPolicy through an atomic shared_ptr. The policy
-// is built from autoheal.yaml (read by core's scanner, config_scan.h: no YAML library in
-// slurmctld) and the quarantine file by init() and then by one background thread that polls
+// Threads and locks: job_submit() and job_modify() run under slurmctld's locks, and from Slurm
+// 23.02 on a submission and an update may run at the same time, so they do no file I/O at all
+// and share nothing mutable. They read one immutable SubmitPolicy through an atomic shared_ptr.
+// The policy is built from autoheal.yaml (read by core's scanner, config_scan.h: no YAML library
+// in slurmctld) and the quarantine file by init() and then by one background thread that polls
 // both files' stat every 2 s and swaps in a new policy when one changed. A broken file keeps
 // the last good policy and is logged once per change. fini() stops the thread
 // through a condition variable, so reconfigure and shutdown never wait more than one reload.
@@ -19,7 +22,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -28,25 +34,11 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-#include "slurm/slurm_errno.h"
-#include "src/common/hostlist.h"
-#include "src/common/slurm_xlator.h"
-#include "src/slurmctld/slurmctld.h"
-}
-
 #include "autoheal/core/config_scan.h"
 #include "autoheal/core/job_options.h"
 #include "autoheal/core/submit_policy.h"
 #include "c_guard.h"
-
-#define AUTOHEAL_EXPORT __attribute__((visibility("default")))
-
-extern "C" {
-AUTOHEAL_EXPORT extern const char plugin_name[] = "autoheal job submit plugin";
-AUTOHEAL_EXPORT extern const char plugin_type[] = "job_submit/autoheal";
-AUTOHEAL_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
-}
+#include "job_submit_glue.h"
 
 namespace autoheal::job_submit {
 namespace {
@@ -55,10 +47,6 @@ constexpr auto kReloadInterval = std::chrono::seconds(2);
 // A -w / -x list longer than this is not expanded under slurmctld's locks: such a job gets no
 // quarantine exclusions (fail open).
 constexpr int kMaxExpandedNodes = 1 << 16;
-// What the refusals return; sbatch prints the message, then this code's text. scontrol update
-// gets no message from a job_submit plugin in Slurm 22.05: it shows only this code's text, and
-// the message goes to slurmctld's log.
-constexpr int kRefusalCode = ESLURM_ACCESS_DENIED;
 
 // The policy job_submit() and job_modify() read. Null until init() stores one; readers then use
 // the defaults (kDefaultPolicy).
@@ -72,8 +60,19 @@ std::shared_ptr<const SubmitPolicy> CurrentPolicy() {
                                                &kDefaultPolicy);
 }
 
+// One line into slurmctld's log through the glue, formatted here.
+__attribute__((format(printf, 2, 3))) void Log(autoheal_js_level level, const char* format, ...) {
+    char line[1024];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    autoheal_js_log(level, line);
+}
+
 void LogGuardFailure(const char* where, const char* what) {
-    error("autoheal: job_submit: %s: internal error, job left unchanged: %s", where, what);
+    Log(AUTOHEAL_JS_ERROR, "autoheal: job_submit: %s: internal error, job left unchanged: %s",
+        where, what);
 }
 
 // What identifies one version of a file, so a change (including an atomic rename over it, or
@@ -122,14 +121,15 @@ class PolicyReloader {
                 quarantine_ = std::move(nodes).value();
                 changed = true;
             } else {
-                error("autoheal: job_submit: quarantine: %s: keeping the previous list (%zu nodes)",
-                      nodes.error().c_str(), quarantine_.size());
+                Log(AUTOHEAL_JS_ERROR,
+                    "autoheal: job_submit: quarantine: %s: keeping the previous list (%zu nodes)",
+                    nodes.error().c_str(), quarantine_.size());
             }
         }
         if (!changed) return;
         auto next =
             std::make_shared<const SubmitPolicy>(SubmitPolicyFromSettings(*settings_, quarantine_));
-        info(
+        Log(AUTOHEAL_JS_INFO,
             "autoheal: job_submit: policy loaded: max_auto_resume=%d allow_health_off=%s "
             "quarantined=%zu config=%s quarantine_file=%s",
             next->max_auto_resume, next->allow_health_off ? "true" : "false",
@@ -168,8 +168,8 @@ class PolicyReloader {
     // the previous settings (the defaults when there are none yet).
     bool LoadConfig(bool exists) {
         if (!exists) {
-            info("autoheal: job_submit: config: %s not found: using the defaults",
-                 config_path_.c_str());
+            Log(AUTOHEAL_JS_INFO, "autoheal: job_submit: config: %s not found: using the defaults",
+                config_path_.c_str());
         }
         Result<SubmitSettings> settings = LoadSubmitSettings(config_path_);
         if (settings) {
@@ -178,11 +178,12 @@ class PolicyReloader {
         }
         if (!settings_) {
             settings_ = ScanSubmitSettings("", config_path_).value();
-            error("autoheal: job_submit: config: %s: using the defaults", settings.error().c_str());
+            Log(AUTOHEAL_JS_ERROR, "autoheal: job_submit: config: %s: using the defaults",
+                settings.error().c_str());
             return true;
         }
-        error("autoheal: job_submit: config: %s: keeping the previous policy",
-              settings.error().c_str());
+        Log(AUTOHEAL_JS_ERROR, "autoheal: job_submit: config: %s: keeping the previous policy",
+            settings.error().c_str());
         return false;
     }
 
@@ -195,9 +196,10 @@ class PolicyReloader {
             try {
                 Reload();
             } catch (const std::exception& e) {
-                error("autoheal: job_submit: policy reload: internal error: %s", e.what());
+                Log(AUTOHEAL_JS_ERROR, "autoheal: job_submit: policy reload: internal error: %s",
+                    e.what());
             } catch (...) {
-                error("autoheal: job_submit: policy reload: internal error");
+                Log(AUTOHEAL_JS_ERROR, "autoheal: job_submit: policy reload: internal error");
             }
             lock.lock();
         }
@@ -243,20 +245,20 @@ std::string PluginPath() {
 std::optional<std::vector<std::string>> ExpandHostlist(const char* expression) {
     std::vector<std::string> names;
     if (expression == nullptr || expression[0] == '\0') return names;
-    hostlist_t list = hostlist_create(expression);
-    if (list == nullptr) return std::nullopt;
-    const int count = hostlist_count(list);
-    if (count > kMaxExpandedNodes) {
-        hostlist_destroy(list);
+    auto add = [](void* ctx, const char* name) {
+        static_cast<std::vector<std::string>*>(ctx)->emplace_back(name);
+    };
+    if (autoheal_js_expand_hostlist(expression, kMaxExpandedNodes, add, &names) != 0) {
         return std::nullopt;
     }
-    names.reserve(static_cast<std::size_t>(count));
-    while (char* host = hostlist_shift(list)) {
-        names.emplace_back(host);
-        free(host);  // hostlist_shift's result comes from malloc
-    }
-    hostlist_destroy(list);
     return names;
+}
+
+char* MallocCopy(const std::string& s) {
+    char* copy = static_cast<char*>(std::malloc(s.size() + 1));
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, s.c_str(), s.size() + 1);
+    return copy;
 }
 
 bool HasActiveQuarantine(const SubmitPolicy& policy, std::int64_t now) {
@@ -266,53 +268,45 @@ bool HasActiveQuarantine(const SubmitPolicy& policy, std::int64_t now) {
     return false;
 }
 
-// Refuses the job: `message` to slurmctld's log and to the user (sbatch prints err_msg).
-int Refuse(const job_desc_msg_t* job_desc, uint32_t submit_uid, const std::string& message,
-           char** err_msg) {
-    const char* name = job_desc->name != nullptr ? job_desc->name : "";
-    info("autoheal: job_submit: uid=%u name=%s: refused: %s", submit_uid, name, message.c_str());
-    if (err_msg != nullptr) {
-        xfree(*err_msg);
-        *err_msg = xstrdup(message.c_str());
-    }
-    return kRefusalCode;
+// Refuses the job: `message` to slurmctld's log and to the user (sbatch prints it).
+void Refuse(const autoheal_js_job& job, const std::string& message, autoheal_js_verdict* verdict) {
+    const char* name = job.name != nullptr ? job.name : "";
+    Log(AUTOHEAL_JS_INFO, "autoheal: job_submit: uid=%u name=%s: refused: %s", job.submit_uid, name,
+        message.c_str());
+    verdict->refusal = MallocCopy(message);
 }
 
-int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
-    if (job_desc == nullptr) return SLURM_SUCCESS;
+void Submit(const autoheal_js_job& job, autoheal_js_verdict* verdict) {
     const std::shared_ptr<const SubmitPolicy> policy = CurrentPolicy();
     const std::int64_t now = std::time(nullptr);
-    // The SPANK plugin's values arrive here without the SPANK_ prefix.
-    const char* const* env = job_desc->spank_job_env;
-    const std::size_t count = job_desc->spank_job_env_size;
+    const char* const* env = job.spank_env;
+    const std::size_t count = job.spank_env_size;
     Result<JobOptions> submitted =
         SubmittedOptions([&](std::string_view name) { return LookupEnvArray(env, count, name); });
-    if (!submitted) return Refuse(job_desc, submit_uid, submitted.error(), err_msg);
+    if (!submitted) return Refuse(job, submitted.error(), verdict);
     const JobOptions& options = *submitted;
-    const char* name = job_desc->name != nullptr ? job_desc->name : "";
+    const char* name = job.name != nullptr ? job.name : "";
 
     SubmitPolicy no_quarantine;
     const SubmitPolicy* effective = policy.get();
     SubmitContext context;
-    // job_submit() holds slurmctld's node read lock (job_submit.c asserts it): its node table may
-    // be read here, and only here. A name Slurm does not know would fail the job ("Invalid node
-    // name specified"), so only known names are excluded; find_node_record2 does not log.
+    // Only known names are excluded: a name Slurm does not know would fail the job ("Invalid
+    // node name specified").
     context.is_known_node = [](const std::string& node) {
-        std::string copy = node;  // Slurm's prototype takes a char*
-        return find_node_record2(copy.data()) != nullptr;
+        return autoheal_js_is_known_node(node.c_str()) != 0;
     };
-    context.cluster_nodes = node_record_count;
+    context.cluster_nodes = autoheal_js_node_count();
     if (HasActiveQuarantine(*policy, now)) {
-        auto req = ExpandHostlist(job_desc->req_nodes);
-        auto exc = ExpandHostlist(job_desc->exc_nodes);
+        auto req = ExpandHostlist(job.req_nodes);
+        auto exc = ExpandHostlist(job.exc_nodes);
         if (req && exc) {
             context.req_nodes = std::move(*req);
             context.exc_nodes = std::move(*exc);
         } else {
-            info(
+            Log(AUTOHEAL_JS_INFO,
                 "autoheal: job_submit: uid=%u name=%s: node lists not expanded, quarantine "
                 "not applied",
-                submit_uid, name);
+                job.submit_uid, name);
             no_quarantine.max_auto_resume = policy->max_auto_resume;
             no_quarantine.allow_health_off = policy->allow_health_off;
             effective = &no_quarantine;
@@ -320,51 +314,45 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     }
 
     SubmitDecision decision = DecideOnSubmit(options, *effective, context, now);
-    if (decision.refused()) return Refuse(job_desc, submit_uid, decision.refusal, err_msg);
-    if (decision.force_requeue) job_desc->requeue = 1;
+    if (decision.refused()) return Refuse(job, decision.refusal, verdict);
+    verdict->force_requeue = decision.force_requeue ? 1 : 0;
     if (!decision.exclude.empty()) {
         std::string joined;
         for (const std::string& n : decision.exclude) joined += (joined.empty() ? "" : ",") + n;
-        // Slurm owns and frees exc_nodes (xfree): extend it with its own allocator.
-        if (job_desc->exc_nodes != nullptr && job_desc->exc_nodes[0] != '\0') {
-            xstrfmtcat(job_desc->exc_nodes, ",%s", joined.c_str());
-        } else {
-            xfree(job_desc->exc_nodes);
-            job_desc->exc_nodes = xstrdup(joined.c_str());
-        }
+        verdict->exclude = MallocCopy(joined);
     }
     // Forcing requeue on is routine: a line for every auto-resume job, twice over when
     // slurmctld also logs to stderr, was a tenth of its CPU per submission. Exclusions stay
     // at info.
     if (!decision.exclude.empty()) {
-        info("autoheal: job_submit: uid=%u name=%s: %s", submit_uid, name, decision.note.c_str());
+        Log(AUTOHEAL_JS_INFO, "autoheal: job_submit: uid=%u name=%s: %s", job.submit_uid, name,
+            decision.note.c_str());
     } else if (!decision.note.empty()) {
-        debug("autoheal: job_submit: uid=%u name=%s: %s", submit_uid, name, decision.note.c_str());
+        Log(AUTOHEAL_JS_DEBUG, "autoheal: job_submit: uid=%u name=%s: %s", job.submit_uid, name,
+            decision.note.c_str());
     }
-    return SLURM_SUCCESS;
 }
 
-int Modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
-    if (job_desc == nullptr || job_ptr == nullptr || job_desc->requeue == NO_VAL16) {
-        return SLURM_SUCCESS;
-    }
-    // scontrol sends no spank_job_env; the values stored at submit are on the job record and
-    // no update can change them.
-    const char* const* env = job_ptr->spank_job_env;
-    const std::size_t count = job_ptr->spank_job_env_size;
+// Returns 1 when the update is refused.
+int Modify(const char* const* stored_env, std::size_t stored_env_size, bool requeue_requested,
+           std::uint32_t job_id, std::uint32_t submit_uid) {
     const bool stored_auto_resume =
-        JobOptionsFromEnv([&](std::string_view name) { return LookupEnvArray(env, count, name); },
-                          "")
+        JobOptionsFromEnv(
+            [&](std::string_view name) {
+                return LookupEnvArray(stored_env, stored_env_size, name);
+            },
+            "")
             .auto_resume.has_value();
-    const std::string refusal = DecideOnModify(stored_auto_resume, job_desc->requeue != 0);
-    if (refusal.empty()) return SLURM_SUCCESS;
-    info("autoheal: job_submit: job_modify: JobId=%u uid=%u: refused requeue=0: %s",
-         job_ptr->job_id, submit_uid, refusal.c_str());
-    return kRefusalCode;
+    const std::string refusal = DecideOnModify(stored_auto_resume, requeue_requested);
+    if (refusal.empty()) return 0;
+    Log(AUTOHEAL_JS_INFO,
+        "autoheal: job_submit: job_modify: JobId=%u uid=%u: refused requeue=0: %s", job_id,
+        submit_uid, refusal.c_str());
+    return 1;
 }
 
 int Init() {
-    if (g_reloader != nullptr) return SLURM_SUCCESS;  // init() twice without fini()
+    if (g_reloader != nullptr) return 0;  // init() twice without fini()
     const std::string plugin_path = PluginPath();
     const std::string config_path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), plugin_path);
     auto reloader = std::make_unique<PolicyReloader>(config_path);
@@ -374,9 +362,10 @@ int Init() {
     g_reloader_pid = ::getpid();
     static bool at_exit_registered = false;  // once per load of this library
     if (!at_exit_registered) at_exit_registered = std::atexit(StopAtExit) == 0;
-    info("autoheal: job_submit: loaded from %s, policy from %s (checked every %llds)",
-         plugin_path.c_str(), config_path.c_str(), static_cast<long long>(kReloadInterval.count()));
-    return SLURM_SUCCESS;
+    Log(AUTOHEAL_JS_INFO,
+        "autoheal: job_submit: loaded from %s, policy from %s (checked every %llds)",
+        plugin_path.c_str(), config_path.c_str(), static_cast<long long>(kReloadInterval.count()));
+    return 0;
 }
 
 int Fini() {
@@ -386,7 +375,7 @@ int Fini() {
         g_reloader = nullptr;
     }
     g_policy.store(nullptr);
-    return SLURM_SUCCESS;
+    return 0;
 }
 
 }  // namespace
@@ -394,29 +383,44 @@ int Fini() {
 
 extern "C" {
 
-AUTOHEAL_EXPORT int init(void) {
+int autoheal_js_init(void) {
     using namespace autoheal;
-    return plugin::CallGuarded("init", SLURM_SUCCESS, job_submit::LogGuardFailure,
+    return plugin::CallGuarded("init", -1, job_submit::LogGuardFailure,
                                [] { return job_submit::Init(); });
 }
 
-AUTOHEAL_EXPORT int fini(void) {
+int autoheal_js_fini(void) {
     using namespace autoheal;
-    return plugin::CallGuarded("fini", SLURM_SUCCESS, job_submit::LogGuardFailure,
+    return plugin::CallGuarded("fini", -1, job_submit::LogGuardFailure,
                                [] { return job_submit::Fini(); });
 }
 
-AUTOHEAL_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
+int autoheal_js_submit(const struct autoheal_js_job* job, struct autoheal_js_verdict* verdict) {
     using namespace autoheal;
-    return plugin::CallGuarded("job_submit", SLURM_SUCCESS, job_submit::LogGuardFailure,
-                               [&] { return job_submit::Submit(job_desc, submit_uid, err_msg); });
+    if (job == nullptr || verdict == nullptr) return -1;
+    *verdict = autoheal_js_verdict{};
+    const int rc = plugin::CallGuarded("job_submit", -1, job_submit::LogGuardFailure, [&] {
+        job_submit::Submit(*job, verdict);
+        return 0;
+    });
+    if (rc != 0) autoheal_js_verdict_free(verdict);
+    return rc;
 }
 
-AUTOHEAL_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr,
-                               uint32_t submit_uid) {
+void autoheal_js_verdict_free(struct autoheal_js_verdict* verdict) {
+    if (verdict == nullptr) return;
+    std::free(verdict->refusal);
+    std::free(verdict->exclude);
+    *verdict = autoheal_js_verdict{};
+}
+
+int autoheal_js_modify(const char* const* stored_env, size_t stored_env_size, int requeue_requested,
+                       uint32_t job_id, uint32_t submit_uid) {
     using namespace autoheal;
-    return plugin::CallGuarded("job_modify", SLURM_SUCCESS, job_submit::LogGuardFailure,
-                               [&] { return job_submit::Modify(job_desc, job_ptr, submit_uid); });
+    return plugin::CallGuarded("job_modify", -1, job_submit::LogGuardFailure, [&] {
+        return job_submit::Modify(stored_env, stored_env_size, requeue_requested != 0, job_id,
+                                  submit_uid);
+    });
 }
 
 }  // extern "C"
