@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     if (!scanner) return 1;
     const fs::path dir = fs::temp_directory_path() / "autoheal-bench-sim";
     int rc = 0;
-    auto run = [&](Scenario s) -> SimResult {
+    auto run = [&](const Scenario& s) -> SimResult {
         fs::remove_all(dir);
         fs::create_directories(dir);
         auto r = autoheal::sim::Simulate(s, *loaded.rules, *scanner, dir.string());
@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
         s.decide_on = "all";
         const SimResult r = run(s);
         decision[i] = r.DecisionMedianMs();
-        per_fault[i] = 1000 * r.wall_seconds / std::max<std::size_t>(1, r.decision_ms.size());
+        per_fault[i] = 1000 * r.wall_seconds /
+                       static_cast<double>(std::max<std::size_t>(1, r.decision_ms.size()));
         std::printf(
             "sim_decision_%d_ms=%.2f sim_run_per_fault_%d_ms=%.2f sim_faults_%d=%zu "
             "sim_run_%d_s=%.2f\n",

@@ -61,9 +61,9 @@ bool ApplyOptions(const Args& a, sim::Scenario* s) {
     }
     if (seed >= 0) s->seed = static_cast<std::uint64_t>(seed);
     if (nodes > 0) s->nodes = static_cast<int>(nodes);
-    if (days > 0) s->span_seconds = days * 86400.0;
+    if (days > 0) s->span_seconds = static_cast<double>(days) * 86400.0;
     if (minutes >= 0) {
-        s->stages["human_diagnosis"] = {minutes * 60.0, "--human-minutes"};
+        s->stages["human_diagnosis"] = {static_cast<double>(minutes) * 60.0, "--human-minutes"};
     }
     return true;
 }

@@ -161,7 +161,7 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
     rec.gpu = local.culprit.gpu;
     rec.evidence = found;
     WriteRecord(env, rec);  // the evidence is on record before anything is done
-    const std::string line = DecideAndAct(env, cenv, &in, job, &rec);
+    std::string line = DecideAndAct(env, cenv, &in, job, &rec);
     if (rec.job_action.empty()) {  // it stopped before acting
         rec.job_action = "none";
         rec.outcome = "failed";

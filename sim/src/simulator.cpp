@@ -68,7 +68,8 @@ std::vector<std::string> FaultNodes(const Cause& c, const Fault& f,
                                     const std::vector<std::string>& job_nodes,
                                     const std::map<std::string, int>& leaf_of) {
     const std::size_t i =
-        std::min(job_nodes.size() - 1, static_cast<std::size_t>(f.where * job_nodes.size()));
+        std::min(job_nodes.size() - 1,
+                 static_cast<std::size_t>(f.where * static_cast<double>(job_nodes.size())));
     if (c.where == "job") return {};
     if (c.where == "node") return {job_nodes[i]};
     const int leaf = leaf_of.at(job_nodes[i]);
@@ -186,6 +187,7 @@ class AutohealWorld {
             sw.nodes.push_back(n);
         }
         std::vector<remediation::SwitchInfo> topo;
+        topo.reserve(leaves.size() + 1);
         for (auto& [i, sw] : leaves) topo.push_back(std::move(sw));
         topo.push_back({"spine", 1, {}});
         slurm_.SetTopology(std::move(topo));
@@ -418,7 +420,8 @@ std::string Describe(const JobDecision& d, bool requeued_by_slurm) {
 double SimResult::DecisionMedianMs() const {
     if (decision_ms.empty()) return 0;
     std::vector<double> v = decision_ms;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    const auto middle = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), middle, v.end());
     return v[v.size() / 2];
 }
 

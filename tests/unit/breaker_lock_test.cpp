@@ -97,6 +97,7 @@ TEST_F(BreakerLockTest, PrologsOfOneJobFailingTogetherDrainNoMoreThanTheLimit) {
     const BreakerConfig breaker{1.0, 2};  // at most 2 nodes out at once
     std::vector<BreakerDrain::Outcome> outcomes(8);
     std::vector<std::thread> prologs;
+    prologs.reserve(8);
     for (int i = 0; i < 8; ++i) {
         prologs.emplace_back([&, i] {
             outcomes[i] =

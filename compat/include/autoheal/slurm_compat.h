@@ -39,8 +39,7 @@ typedef hostlist_t autoheal_hostlist_t;
 
 /* Whether an error code is one of the socket layer's receive errors that releases before 23.02
  * have (a lost connection, like SLURM_COMMUNICATIONS_RECEIVE_ERROR). */
-static inline int autoheal_slurm_is_socket_receive_error(int code)
-{
+static inline int autoheal_slurm_is_socket_receive_error(int code) {
 #if AUTOHEAL_SLURM_AT_LEAST(23, 2)
     (void)code;
     return 0;
@@ -53,8 +52,7 @@ static inline int autoheal_slurm_is_socket_receive_error(int code)
 
 /* What the job id argument of slurm_load_job(), slurm_kill_job() and slurm_requeue() is. */
 #if AUTOHEAL_SLURM_AT_LEAST(26, 5)
-static inline slurm_step_id_t autoheal_job_id_arg(uint32_t job_id)
-{
+static inline slurm_step_id_t autoheal_job_id_arg(uint32_t job_id) {
     slurm_step_id_t id;
     id.sluid = 0;
     id.job_id = job_id;
@@ -63,15 +61,11 @@ static inline slurm_step_id_t autoheal_job_id_arg(uint32_t job_id)
     return id;
 }
 #else
-static inline uint32_t autoheal_job_id_arg(uint32_t job_id)
-{
-    return job_id;
-}
+static inline uint32_t autoheal_job_id_arg(uint32_t job_id) { return job_id; }
 #endif
 
 /* Names the job a slurm_update_job() request is for. */
-static inline void autoheal_job_desc_set_id(job_desc_msg_t *desc, uint32_t job_id)
-{
+static inline void autoheal_job_desc_set_id(job_desc_msg_t *desc, uint32_t job_id) {
 #if AUTOHEAL_SLURM_AT_LEAST(25, 11)
     desc->step_id.job_id = job_id;
 #else
@@ -80,8 +74,7 @@ static inline void autoheal_job_desc_set_id(job_desc_msg_t *desc, uint32_t job_i
 }
 
 /* Who set a node's reason (dropped in 26.05: slurmctld takes it from the request's credential). */
-static inline void autoheal_update_node_set_reason_uid(update_node_msg_t *msg, uint32_t uid)
-{
+static inline void autoheal_update_node_set_reason_uid(update_node_msg_t *msg, uint32_t uid) {
 #if AUTOHEAL_SLURM_AT_LEAST(26, 5)
     (void)msg;
     (void)uid;
@@ -91,8 +84,7 @@ static inline void autoheal_update_node_set_reason_uid(update_node_msg_t *msg, u
 }
 
 /* Loads the cluster's (default) topology. */
-static inline int autoheal_load_topo(topo_info_response_msg_t **msg)
-{
+static inline int autoheal_load_topo(topo_info_response_msg_t **msg) {
 #if AUTOHEAL_SLURM_AT_LEAST(25, 5)
     return slurm_load_topo(msg, NULL);
 #else
@@ -102,8 +94,7 @@ static inline int autoheal_load_topo(topo_info_response_msg_t **msg)
 
 /* Prints every record of a loaded topology, one a line ("SwitchName=... Level=... Nodes=..." for
  * a tree, "BlockName=... Nodes=..." for blocks): the one form every release can give. */
-static inline void autoheal_print_topo(FILE *out, topo_info_response_msg_t *msg)
-{
+static inline void autoheal_print_topo(FILE *out, topo_info_response_msg_t *msg) {
 #if AUTOHEAL_SLURM_AT_LEAST(25, 5)
     slurm_print_topo_info_msg(out, msg, NULL, NULL, 1);
 #elif AUTOHEAL_SLURM_AT_LEAST(23, 11)

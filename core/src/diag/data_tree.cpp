@@ -41,9 +41,7 @@ std::size_t Depth(std::string_view text, std::size_t limit) {
 
 bool Convert(const nlohmann::json& j, DataTree* tree, std::size_t max_nodes, Ref* out) {
     if (tree->size() >= max_nodes) return false;
-    if (j.is_null()) {
-        *out = tree->AddScalar(Kind::kNone, 0);
-    } else if (j.is_boolean()) {
+    if (j.is_boolean()) {
         *out = tree->AddScalar(Kind::kBool, j.get<bool>());
     } else if (j.is_number_unsigned()) {
         *out = tree->AddScalar(Kind::kInt, static_cast<std::int64_t>(j.get<std::uint64_t>()));
@@ -71,7 +69,7 @@ bool Convert(const nlohmann::json& j, DataTree* tree, std::size_t max_nodes, Ref
         }
         *out = r;
     } else {
-        *out = tree->AddScalar(Kind::kNone, 0);  // binary values (not in JSON text)
+        *out = tree->AddScalar(Kind::kNone, 0);  // null, and binary values (not in JSON text)
     }
     return true;
 }

@@ -337,8 +337,7 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             return Sized(8, Kind::kBytes, at);
         case ']':   // EMPTY_LIST
         case 0x8f:  // EMPTY_SET
-            return PushEmpty(Kind::kList, at);
-        case ')':  // EMPTY_TUPLE
+        case ')':   // EMPTY_TUPLE
             return PushEmpty(Kind::kList, at);
         case '}':  // EMPTY_DICT
             return PushEmpty(Kind::kDict, at);
