@@ -13,7 +13,8 @@
 #   make lint     clang-format check and clang-tidy
 #   make catalog  write the JSON Schema's cause/action enums and docs/rules.md's cause table from
 #                 the catalog (core/include/autoheal/diag/taxonomy.h)
-#   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each
+#   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each;
+#                 FUZZ_SEED=N fixes the seed (CI: 1)
 #   make test-asan  everything (plugins, fakes too) built with ASan + UBSan in build-asan/, then
 #                 the unit tests there
 #

@@ -8,6 +8,10 @@
 #                        a run writes stays there: the working corpus (seeds + what libFuzzer
 #                        found, kept between runs), logs, crash inputs.
 # FUZZ_JOBS=N            parallel compile jobs (default: every CPU)
+# FUZZ_SEED=N            libFuzzer's random seed (default: a new one each run). With a seed and
+#                        the same corpus (a fresh build folder, as CI has), a run tries the same
+#                        inputs in the same order: a slower machine tries a prefix of what a
+#                        faster one does, so what CI finds, the same command finds here.
 # Prints, per fuzzer, its executions, coverage (libFuzzer's final cov: and ft:) and result.
 # Exits 1 when a fuzzer found a crash, leak, timeout, out-of-memory or contract violation (the
 # input is in FUZZ_BUILD/fuzz/artifacts; the log says how to replay it), 2 on a usage or build
@@ -20,6 +24,10 @@ if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
     exit 2
 fi
 shift $(($# > 0 ? 1 : 0))
+if [ -n "${FUZZ_SEED:-}" ] && ! [[ "$FUZZ_SEED" =~ ^[1-9][0-9]{0,8}$ ]]; then
+    echo "scripts/fuzz.sh: FUZZ_SEED must be a whole number from 1 to 999999999" >&2
+    exit 2
+fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${FUZZ_BUILD:-build-fuzz}
 work=$build/fuzz
@@ -102,9 +110,11 @@ for entry in "${fuzzers[@]}"; do
     out=$work/$name.log
     dict=()
     [ -f "tests/fuzz/dicts/$kind.dict" ] && dict=(-dict="tests/fuzz/dicts/$kind.dict")
-    log "running $name for ${seconds}s (log: $out)"
+    seed=()
+    [ -n "${FUZZ_SEED:-}" ] && seed=(-seed="$FUZZ_SEED")
+    log "running $name for ${seconds}s${FUZZ_SEED:+ (seed $FUZZ_SEED)} (log: $out)"
     "$build/bin/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -detect_leaks=1 -print_final_stats=1 "${dict[@]}" \
+        -detect_leaks=1 -print_final_stats=1 "${seed[@]}" "${dict[@]}" \
         -artifact_prefix="$work/artifacts/$name-" \
         "$work/corpus/$kind" "tests/fuzz/corpus/$kind" >"$out" 2>&1
     rc=$?
