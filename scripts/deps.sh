@@ -19,7 +19,7 @@ set -euo pipefail
 
 packages=(
     slurmctld slurmd slurm-client libslurm-dev munge
-    cmake g++ make pkg-config dpkg-dev valgrind
+    cmake g++ make pkg-config dpkg-dev file valgrind
     libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
     libgtest-dev libgmock-dev
     libsqlite3-dev sqlite3 libcurl4-openssl-dev

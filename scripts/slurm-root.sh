@@ -4,8 +4,9 @@
 # its major.minor, and libslurm's soname changes every release). The host's Debian 12 gives 22.05.
 #
 #   scripts/slurm-root.sh RELEASE              build the root once (idempotent), print its folder
-#   scripts/slurm-root.sh RELEASE run CMD...   run CMD inside it, as root, with this repository at
-#                                              its own path, /proc, /dev and /sys mounted
+#   scripts/slurm-root.sh RELEASE run CMD...   run CMD inside it, as root, with this repository
+#                                              (and ../shared, read-only) at its own path, /proc,
+#                                              /dev and /sys mounted
 #   scripts/slurm-root.sh --releases           print the releases it knows, one a line
 #
 # RELEASE: 24.11 (Debian 13 trixie) or 26.05 (Debian unstable sid). A root is
@@ -50,22 +51,27 @@ in_root() {
     local dir=$1
     shift
     [ "$(id -u)" -eq 0 ] || die "must run as root (chroot and mounts)"
+    # The project's shared folder beside the checkout (../shared: the data some tests read),
+    # read-only at its own path like the Slurm clone.
+    local shared=""
+    [ -d "$repo_root/../shared" ] && shared=$(cd "$repo_root/../shared" && pwd -P)
     unshare --mount --propagation private -- bash -euc '
-        dir=$1 repo=$2 git=$3; shift 3
+        dir=$1 repo=$2 git=$3 shared=$4; shift 4
         mount -t proc proc "$dir/proc"
         mount --rbind /sys "$dir/sys"
         mount --rbind /dev "$dir/dev"
         mkdir -p "$dir$repo"
         mount --bind "$repo" "$dir$repo"
-        if [ -n "$git" ]; then
-            mkdir -p "$dir$git"
-            mount --bind "$git" "$dir$git"
-            mount -o remount,bind,ro "$dir$git"
-        fi
+        for ro in "$git" "$shared"; do
+            [ -n "$ro" ] || continue
+            mkdir -p "$dir$ro"
+            mount --bind "$ro" "$dir$ro"
+            mount -o remount,bind,ro "$dir$ro"
+        done
         # /etc/resolv.conf for apt inside the root; the host name the cluster uses is the same.
         cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
         exec chroot "$dir" "$@"
-    ' in_root "$dir" "$repo_root" "${SLURM_SOURCE_GIT:-}" "${chroot_env[@]}" "$@"
+    ' in_root "$dir" "$repo_root" "${SLURM_SOURCE_GIT:-}" "$shared" "${chroot_env[@]}" "$@"
 }
 
 build_root() {

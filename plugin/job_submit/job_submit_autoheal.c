@@ -90,6 +90,15 @@ AUTOHEAL_EXPORT int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
      * no update can change them. */
     if (job_desc == NULL || job_ptr == NULL || job_desc->requeue == NO_VAL16)
         return SLURM_SUCCESS;
+    if (!autoheal_job_record_layout_ok(job_ptr)) {
+        static int said; /* once: every update would say it again; updates run concurrently */
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+            error("autoheal: job_submit: this plugin was built against another Slurm's job "
+                  "record layout: job_modify checks are off (updates pass unchecked); rebuild "
+                  "autoheal against this Slurm's exact source");
+        }
+        return SLURM_SUCCESS;
+    }
     if (autoheal_js_modify((const char *const *)job_ptr->spank_job_env,
                            job_ptr->spank_job_env_size, job_desc->requeue != 0, job_ptr->job_id,
                            submit_uid) == 1)

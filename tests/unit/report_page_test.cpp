@@ -115,6 +115,13 @@ BrowserResult OpenInChromium(const fs::path& page, const fs::path& work, bool sc
 class ReportPageTest : public ::testing::Test {
   protected:
     void SetUp() override {
+        // The page does not depend on the Slurm release: the roots of the other releases
+        // (scripts/slurm-root.sh) carry no browser, and the host's run checks the page. On the
+        // host a missing chromium fails the tests (scripts/deps.sh installs it).
+        if (fs::exists("/etc/autoheal-slurm-root") && !fs::exists("/usr/bin/chromium")) {
+            GTEST_SKIP()
+                << "no chromium in this Slurm release's root; the host's run checks the page";
+        }
         dir_ = fs::temp_directory_path() / ("autoheal-report-page-" + std::to_string(getpid()));
         fs::remove_all(dir_);
         fs::create_directories(dir_ / "state");

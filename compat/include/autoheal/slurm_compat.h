@@ -111,4 +111,22 @@ static inline void autoheal_print_topo(FILE *out, topo_info_response_msg_t *msg)
 #define AUTOHEAL_JOB_MODIFY_ERR_MSG_PARAM
 #endif
 
+#ifdef _HAVE_SLURMCTLD_H
+/* slurmctld's job record is its internal ABI: a job_submit plugin must be built against the very
+ * release it is loaded into. Slurm checks only the version number the plugin declares (from the
+ * public headers), so a plugin built from a neighbouring release's source (the exact one not to be
+ * had) loads and reads the record at the wrong offsets — garbage pointers inside slurmctld.
+ * From 25.11 on the record begins with its slurm_step_id_t, a public type, which Slurm itself
+ * relies on (%pJ): a record whose job id there and at the compiled offset disagree was laid out
+ * by another build, and the plugin must not read it. Before 25.11 there is no such check: 1. */
+static inline int autoheal_job_record_layout_ok(const job_record_t *job_ptr) {
+#if AUTOHEAL_SLURM_AT_LEAST(25, 11)
+    return ((const slurm_step_id_t *)job_ptr)->job_id == job_ptr->job_id;
+#else
+    (void)job_ptr;
+    return 1;
+#endif
+}
+#endif /* _HAVE_SLURMCTLD_H */
+
 #endif /* AUTOHEAL_SLURM_COMPAT_H */
