@@ -47,7 +47,8 @@ class AgentTest : public ::testing::Test {
         return job;
     }
     FaultHandled Handle(const std::string& node, const std::string& line) {
-        const AgentEnv env{t.config, t.rc, t.tickets, agent, t.engine, t.slurm, t.clock, node};
+        const AgentEnv env{t.config, t.rc,    t.tickets, agent,   t.engine,
+                           t.slurm,  t.clock, node,      t.health};
         return HandleKernelLines(env, line + "\n");
     }
     // What the controller epilog does first with the agents' stores (ImportSpooledRuns).
