@@ -138,6 +138,23 @@ TEST_F(HangWatchTest, AStoppedJobWithIdleGpusIsRequeuedAndNoNodeIsTouched) {
     EXPECT_EQ(t.slurm.Count("requeue"), 1);
 }
 
+// The killed run's epilogs: the controller finds the agent's final record, requeues nothing again
+// and takes no node action on the hang (the job's own evidence).
+TEST_F(HangWatchTest, TheControllerEpilogOfTheHungRunDoesNotRequeueAgain) {
+    RunningJob(42, {"node1", "node2"}, Options(3, 60));
+    const AgentEnv env = Env("node1");
+    HangWatch watch(env);
+    Stall(watch, 61);
+    ASSERT_EQ(t.slurm.Count("requeue"), 1);
+    rem::JobInfo& killed = t.FailedJob(42, {"node1", "node2"}, 3, 1);
+    killed.being_requeued = true;
+    killed.start_time = killed.end_time + 2;
+    auto out = t.RunController();
+    ASSERT_TRUE(out.ok) << out.summary;
+    EXPECT_EQ(t.slurm.Count("requeue"), 1);
+    EXPECT_FALSE(AnyDrained());
+}
+
 TEST_F(HangWatchTest, BusyGpusOrAGrowingOutputAreNoHang) {
     RunningJob(42, {"node1"}, Options(3, 60));
     const AgentEnv env = Env("node1");
