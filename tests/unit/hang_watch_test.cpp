@@ -131,7 +131,7 @@ TEST_F(HangWatchTest, AStoppedJobWithIdleGpusIsRequeuedAndNoNodeIsTouched) {
     EXPECT_EQ(rec->job_output.items[0].signature, "job-hang");
     EXPECT_EQ(rec->job_output.items[0].Field("timeout"), "60");
     EXPECT_EQ(rec->job_output.items[0].Field("gpus"), "1");
-    EXPECT_THAT(rec->explanation, HasSubstr("job_hang"));
+    EXPECT_EQ(rec->explanation, "autoheal: requeued 1/3 after job_hang (job-hang)");
     // Acted on once per run.
     t.clock.Advance(std::chrono::seconds(61));
     watch.Poll();
@@ -228,7 +228,9 @@ TEST_F(HangWatchTest, AJobWithoutAutoResumeThatSetATimeoutIsEndedWithTheExplanat
     auto rec = Record("42", "node1");
     ASSERT_TRUE(rec);
     EXPECT_EQ(rec->job_action, "end");
-    EXPECT_THAT(rec->explanation, HasSubstr("ended the job: job_hang"));
+    EXPECT_EQ(rec->explanation,
+              "autoheal: ended the job: job_hang (job-hang) on node1; not requeued: the job did "
+              "not ask for --auto-resume");
     EXPECT_FALSE(AnyDrained());
 }
 
