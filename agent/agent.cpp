@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "autoheal/agent/fault_handler.h"
+#include "autoheal/agent/hang_watch.h"
 #include "autoheal/agent/kernel_follower.h"
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/agent_config.h"
@@ -43,7 +44,9 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
     rem::SlurmAdapter slurm(rc.slurm_conf);
     rem::SystemClock clock;
-    const agent::AgentEnv env{config, rc, rc.tickets, ac, *engine, slurm, clock, node};
+    const agent::AgentEnv env{config, rc,   rc.tickets,           ac, *engine, slurm,
+                              clock,  node, start.settings.health};
+    agent::HangWatch hang_watch(env);
     // Where it is in the kernel log, in this node's state_dir: a restarted agent reads what came
     // while it was down.
     agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes,
@@ -65,6 +68,7 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
                 spdlog::warn("autoheal: agent: {} ({}): {}", h.cause, h.rule, d);
             }
         }
+        for (const std::string& d : hang_watch.Poll()) spdlog::warn("autoheal: agent: {}", d);
         if (lines) {
             auto saved = follower.Save();  // after the lines were handled
             if (!saved) spdlog::warn("autoheal: agent: {}", saved.error());

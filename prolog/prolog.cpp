@@ -39,6 +39,7 @@ void SaveBaseline(const std::string& state_dir, const autoheal::ScriptContext& c
     baseline.time = static_cast<std::int64_t>(std::time(nullptr));
     baseline.kernel_cursor = kernel_cursor;
     baseline.options = ctx.options;
+    baseline.job_gpus = ctx.job_gpus;
     if (report != nullptr) baseline.snapshot = report->snapshot;
     auto written = rem::WriteJobRecord(state_dir, rem::PrologFile(state_dir, ctx.job_id, ctx.node),
                                        rem::PrologBaselineToJson(baseline, report), 0640);

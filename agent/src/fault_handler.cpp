@@ -11,6 +11,7 @@
 
 #include "autoheal/core/files.h"
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/taxonomy.h"
 #include "autoheal/remediation/ctld_epilog_steps.h"
 #include "autoheal/remediation/job_records.h"
 #include "autoheal/remediation/slurm_adapter.h"
@@ -35,7 +36,8 @@ JobOptions OptionsOf(const AgentEnv& env, const std::string& job) {
 }
 
 rem::DecisionInput InputFor(const AgentEnv& env, const diag::EvidenceSet& found,
-                            const std::string& job, int restart) {
+                            const diag::EvidenceSet& job_output, const std::string& job,
+                            int restart) {
     rem::DecisionInput in;
     in.rules = &env.engine.rules;
     in.config = &env.rc;
@@ -47,6 +49,8 @@ rem::DecisionInput InputFor(const AgentEnv& env, const diag::EvidenceSet& found,
     report.restart = restart;
     report.time = env.clock.Now();
     report.evidence = found;
+    report.job_output = job_output;
+    report.job_output_read = !job_output.items.empty();
     in.reports.push_back(std::move(report));
     return in;
 }
@@ -139,7 +143,8 @@ std::string DecideAndAct(const AgentEnv& env, const rem::CtldEnv& cenv, rem::Dec
 // for it, AddAgentEvidence); `*rec` is left final, whatever happened, to be written once the
 // fault's store is handed over.
 std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag::EvidenceSet& found,
-                     const diag::Diagnosis& local, const rem::JobInfo& job, rem::AgentRecord* out) {
+                     const diag::EvidenceSet& job_output, const diag::Diagnosis& local,
+                     const rem::JobInfo& job, rem::AgentRecord* out) {
     ScriptContext ctx;
     ctx.job_id = std::to_string(job.id);
     ctx.node = env.node;
@@ -147,7 +152,7 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
     ctx.restart_count = std::to_string(job.restart_count);
     ctx.options = OptionsOf(env, ctx.job_id);
     const rem::CtldEnv cenv = CtldEnvOf(env, store, ctx);
-    rem::DecisionInput in = InputFor(env, found, ctx.job_id, job.restart_count);
+    rem::DecisionInput in = InputFor(env, found, job_output, ctx.job_id, job.restart_count);
     in.job.auto_resume = ctx.options.auto_resume;
     in.job.nodes = rem::SlurmAdapter::ExpandHostlist(job.nodes);
 
@@ -160,6 +165,8 @@ std::string ActOnJob(const AgentEnv& env, rem::IncidentStore& store, const diag:
     rec.cause = local.cause;
     rec.gpu = local.culprit.gpu;
     rec.evidence = found;
+    rec.job_output = job_output;
+    rec.dump_requested = out->dump_requested;
     WriteRecord(env, rec);  // the evidence is on record before anything is done
     std::string line = DecideAndAct(env, cenv, &in, job, &rec);
     if (rec.job_action.empty()) {  // it stopped before acting
@@ -177,7 +184,7 @@ std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
     ScriptContext ctx;
     ctx.node = env.node;
     const rem::CtldEnv cenv = CtldEnvOf(env, store, ctx);
-    rem::DecisionInput in = InputFor(env, found, "", 0);
+    rem::DecisionInput in = InputFor(env, found, {}, "", 0);
     in.job.nodes = {env.node};
     const std::int64_t now = env.clock.Now();
     rem::JobTimes times;
@@ -236,6 +243,16 @@ Result<std::string> HandOver(const AgentEnv& env, rem::IncidentStore& store,
     return path;
 }
 
+// The node's own diagnosis of `found` (analyzed on a copy), without history.
+diag::Diagnosis DiagnoseHere(const AgentEnv& env, const diag::EvidenceSet& found) {
+    diag::EvidenceSet analyzed = found;
+    diag::Analyze(&analyzed);
+    diag::DiagnoseOptions options;
+    options.node = env.node;
+    options.now = env.clock.Now();
+    return diag::Diagnose(env.engine.rules, analyzed, options);
+}
+
 }  // namespace
 
 FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
@@ -243,12 +260,7 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
     diag::EvidenceSet found;
     env.engine.scanner->ScanText(lines, "kernel", &found, diag::InputKind::kKernelLog);
     if (found.items.empty()) return out;
-    diag::EvidenceSet analyzed = found;
-    diag::Analyze(&analyzed);
-    diag::DiagnoseOptions options;
-    options.node = env.node;
-    options.now = env.clock.Now();
-    const diag::Diagnosis local = diag::Diagnose(env.engine.rules, analyzed, options);
+    const diag::Diagnosis local = DiagnoseHere(env, found);
     out.rule = local.rule;
     out.cause = local.cause;
     out.interrupting = local.interrupts_job;
@@ -270,7 +282,7 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
         out.done.push_back(ActOnIdleNode(env, **store, found));
     } else {
         for (std::size_t i = 0; i < jobs->size(); ++i) {
-            out.done.push_back(ActOnJob(env, **store, found, local, (*jobs)[i], &records[i]));
+            out.done.push_back(ActOnJob(env, **store, found, {}, local, (*jobs)[i], &records[i]));
         }
     }
     auto handed = HandOver(env, **store, jobs->empty() ? "idle" : std::to_string(jobs->front().id));
@@ -279,6 +291,34 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
     // Final once the store is there: the controller epilog imports it when the records are.
     for (const rem::AgentRecord& rec : records) WriteRecord(env, rec);
     return out;
+}
+
+std::string HandleHungJob(const AgentEnv& env, const rem::JobInfo& job,
+                          const diag::EvidenceSet& job_output, std::int64_t dump_requested) {
+    const diag::Diagnosis local = DiagnoseHere(env, job_output);
+    auto store = rem::IncidentStore::OpenInMemory();
+    if (!store) return "job " + std::to_string(job.id) + ": " + store.error();
+    rem::AgentRecord rec;
+    rec.dump_requested = dump_requested;
+    std::string line = ActOnJob(env, **store, {}, job_output, local, job, &rec);
+    auto handed = HandOver(env, **store, std::to_string(job.id));
+    line += handed ? "; handed to the controller: " + *handed
+                   : "; the records are in this log only: " + handed.error();
+    WriteRecord(env, rec);  // final once the store is there
+    return line;
+}
+
+void WriteHangRecord(const AgentEnv& env, const rem::JobInfo& job,
+                     const diag::EvidenceSet& job_output, std::int64_t dump_requested) {
+    rem::AgentRecord rec;
+    rec.job = std::to_string(job.id);
+    rec.node = env.node;
+    rec.restart = job.restart_count;
+    rec.time = env.clock.Now();
+    rec.cause = std::string(diag::ToString(diag::Cause::kJobHang));
+    rec.job_output = job_output;
+    rec.dump_requested = dump_requested;
+    WriteRecord(env, rec);
 }
 
 }  // namespace autoheal::agent

@@ -12,7 +12,13 @@ std::vector<std::pair<std::string, std::string>> FlightRecorderEnv(const TaskEnv
                                                                    bool* dump_dir_needed) {
     *dump_dir_needed = false;
     std::vector<std::pair<std::string, std::string>> out;
-    auto set = [&](std::string_view name) { return lookup(name).has_value(); };
+    // A value inside this run's flight recorder folder is ours, not the job's: an srun task
+    // inherits the batch step's variables, set for the batch host's folder.
+    const std::string run_dir = node_dir.substr(0, node_dir.rfind('/') + 1);
+    auto set = [&](std::string_view name) {
+        const auto v = lookup(name);
+        return v.has_value() && !(run_dir.size() > 1 && v->starts_with(run_dir));
+    };
     // The job's own buffer size wins; 0 (or anything not a positive number) turns it all off.
     for (std::string_view name : {"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"}) {
         if (auto v = lookup(name)) {

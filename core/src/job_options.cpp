@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "autoheal/core/duration.h"
+
 namespace autoheal {
 namespace {
 
@@ -159,18 +161,35 @@ Result<HealthTier> ParseHealthCheck(std::string_view value) {
                      ": allowed values are quick, full, off");
 }
 
+Result<std::int64_t> ParseHangTimeout(std::string_view value) {
+    static constexpr std::string_view kAllowed =
+        ": allowed values are a duration from 1s to 30d (45s, 20m, 2h) or off";
+    if (value == "off" || value == "0") return 0;
+    auto seconds = ParseDuration(value);
+    if (!seconds) {
+        return MakeError("--hang-timeout: invalid value " + Quote(value) + std::string(kAllowed));
+    }
+    if (*seconds < 1 || *seconds > kMaxHangTimeoutSeconds) {
+        return MakeError("--hang-timeout: " + Quote(value) + " is out of range" +
+                         std::string(kAllowed));
+    }
+    return *seconds;
+}
+
 namespace {
 
 using EnvPairs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::string_view kFieldAutoResume = "auto_resume=";
 constexpr std::string_view kFieldHealthCheck = "health_check=";
+constexpr std::string_view kFieldHangTimeout = "hang_timeout=";
 constexpr std::string_view kFieldCkptDir = "ckpt_dir=";
 
 // The raw values of an options record (kEnvOptions), not yet parsed.
 struct RecordFields {
     std::optional<std::string> auto_resume;
     std::optional<std::string> health_check;
+    std::optional<std::string> hang_timeout;
     std::optional<std::string> ckpt_dir;
 };
 
@@ -186,13 +205,15 @@ Result<RecordFields> SplitRecord(std::string_view record) {
     };
     take(kFieldAutoResume, &fields.auto_resume);
     take(kFieldHealthCheck, &fields.health_check);
+    take(kFieldHangTimeout, &fields.hang_timeout);
     if (rest.starts_with(kFieldCkptDir)) {
         fields.ckpt_dir = std::string(rest.substr(kFieldCkptDir.size()));
         rest = {};
     }
     if (!rest.empty()) {
         return MakeError(std::string(kEnvOptions) + ": malformed record at " + Quote(rest) +
-                         ": expected auto_resume=, health_check=, ckpt_dir= in that order");
+                         ": expected auto_resume=, health_check=, hang_timeout=, ckpt_dir= in that "
+                         "order");
     }
     return fields;
 }
@@ -208,6 +229,7 @@ EnvPairs ToJobControlEnv(const JobOptions& options) {
     };
     if (options.auto_resume) add(kFieldAutoResume, std::to_string(*options.auto_resume));
     if (options.health_check) add(kFieldHealthCheck, HealthTierName(*options.health_check));
+    if (options.hang_timeout) add(kFieldHangTimeout, std::to_string(*options.hang_timeout));
     if (options.ckpt_dir) add(kFieldCkptDir, *options.ckpt_dir);
     if (record.empty()) return {};
     return {{std::string(kEnvOptions), record}};
@@ -221,6 +243,9 @@ EnvPairs ToJobScriptEnv(const JobOptions& options) {
     if (options.ckpt_dir) env.emplace_back(kScriptEnvCkptDir, *options.ckpt_dir);
     if (options.health_check) {
         env.emplace_back(kScriptEnvHealthCheck, HealthTierName(*options.health_check));
+    }
+    if (options.hang_timeout) {
+        env.emplace_back(kScriptEnvHangTimeout, std::to_string(*options.hang_timeout));
     }
     return env;
 }
@@ -260,6 +285,14 @@ JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
         auto parsed = ParseHealthCheck(*fields->health_check);
         if (parsed) {
             options.health_check = *parsed;
+        } else {
+            report(parsed.error());
+        }
+    }
+    if (fields->hang_timeout) {
+        auto parsed = ParseHangTimeout(*fields->hang_timeout);
+        if (parsed) {
+            options.hang_timeout = *parsed;
         } else {
             report(parsed.error());
         }

@@ -47,6 +47,26 @@ TEST(FlightRecorderEnv, KeepsWhatTheJobSetItself) {
     EXPECT_TRUE(env.empty()) << env.begin()->first;
 }
 
+// An srun task on node7 inherits the batch step's variables, set for the batch host (node1): the
+// paths are set again for node7; the rest stays as inherited.
+TEST(FlightRecorderEnv, PathsSetForAnotherNodeOfTheRunAreSetAgainForThisOne) {
+    bool needed = false;
+    const std::string node1 = "/state/jobs/42/run1/flight-recorder/node1/";
+    const auto env = Env({{"TORCH_NCCL_TRACE_BUFFER_SIZE", "2000"},
+                          {"TORCH_FR_BUFFER_SIZE", "2000"},
+                          {"TORCH_NCCL_DUMP_ON_TIMEOUT", "1"},
+                          {"TORCH_NCCL_DEBUG_INFO_TEMP_FILE", node1 + "nccl_trace_rank_"},
+                          {"TORCH_FR_DUMP_TEMP_FILE", node1 + "nccl_trace_rank_"},
+                          {"TORCH_NCCL_DEBUG_INFO_PIPE_FILE", node1 + "nccl_trace_pipe_rank_"}},
+                         &needed);
+    EXPECT_TRUE(needed);
+    EXPECT_EQ(env.size(), 3u);
+    EXPECT_EQ(env.at("TORCH_NCCL_DEBUG_INFO_TEMP_FILE"),
+              "/state/jobs/42/run1/flight-recorder/node7/nccl_trace_rank_");
+    EXPECT_EQ(env.at("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"),
+              "/state/jobs/42/run1/flight-recorder/node7/nccl_trace_pipe_rank_");
+}
+
 TEST(FlightRecorderEnv, ABufferSizeOfZeroTurnsItAllOff) {
     bool needed = true;
     EXPECT_TRUE(Env({{"TORCH_NCCL_TRACE_BUFFER_SIZE", "0"}}, &needed).empty());

@@ -63,6 +63,24 @@ TEST(ParseHealthCheck, EscapesControlCharactersInMessage) {
     EXPECT_THAT(r.error(), HasSubstr("'a\\x0ab'"));
 }
 
+TEST(ParseHangTimeout, TakesADurationOrOff) {
+    EXPECT_EQ(*ParseHangTimeout("45s"), 45);
+    EXPECT_EQ(*ParseHangTimeout("20m"), 1200);
+    EXPECT_EQ(*ParseHangTimeout("90"), 90);
+    EXPECT_EQ(*ParseHangTimeout("30d"), 30 * 86400);
+    EXPECT_EQ(*ParseHangTimeout("off"), 0);
+    EXPECT_EQ(*ParseHangTimeout("0"), 0);
+}
+
+TEST(ParseHangTimeout, RefusesOthersNamingTheOptionAndTheRange) {
+    for (const char* bad : {"", "soon", "1h30m", "-5m", "31d", "2w6d", "5 m"}) {
+        auto r = ParseHangTimeout(bad);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("--hang-timeout: ")) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("1s to 30d")) << bad;
+    }
+}
+
 TEST(ParseCkptDir, KeepsAbsoluteAndNormalises) {
     EXPECT_EQ(*ParseCkptDir("/scratch/run7", "/home/u"), "/scratch/run7");
     EXPECT_EQ(*ParseCkptDir("/scratch//run7/./a/../", "/home/u"), "/scratch/run7");
@@ -103,13 +121,15 @@ TEST(ParseCkptDir, RefusesBadPaths) {
 }
 
 TEST(JobControlEnv, OneRecordRoundTripsThroughSpankPrefix) {
-    JobOptions options{
-        .auto_resume = 3, .ckpt_dir = "/scratch/a b;c=d", .health_check = HealthTier::kFull};
+    JobOptions options{.auto_resume = 3,
+                       .ckpt_dir = "/scratch/a b;c=d",
+                       .health_check = HealthTier::kFull,
+                       .hang_timeout = 1200};
     std::map<std::string, std::string, std::less<>> env;
     for (auto& [k, v] : ToJobControlEnv(options)) env["SPANK_" + k] = v;
     EXPECT_EQ(env.size(), 1u);
     EXPECT_EQ(env.at("SPANK_AUTOHEAL_OPTIONS"),
-              "auto_resume=3;health_check=full;ckpt_dir=/scratch/a b;c=d");
+              "auto_resume=3;health_check=full;hang_timeout=1200;ckpt_dir=/scratch/a b;c=d");
     std::vector<std::string> problems;
     auto back = JobOptionsFromEnv(
         [&](std::string_view name) -> std::optional<std::string> {
@@ -166,16 +186,20 @@ TEST(JobControlEnv, DropsAndReportsTamperedValues) {
     std::vector<std::string> problems;
     auto back = JobOptionsFromEnv(
         [](std::string_view name) -> std::optional<std::string> {
-            if (name == kEnvOptions) return "auto_resume=lots;health_check=quick;ckpt_dir=rel/dir";
+            if (name == kEnvOptions) {
+                return "auto_resume=lots;health_check=quick;hang_timeout=forever;ckpt_dir=rel/dir";
+            }
             return std::nullopt;
         },
         "", &problems);
     EXPECT_FALSE(back.auto_resume.has_value());
     EXPECT_FALSE(back.ckpt_dir.has_value());
+    EXPECT_FALSE(back.hang_timeout.has_value());
     EXPECT_EQ(back.health_check, HealthTier::kQuick);
-    ASSERT_EQ(problems.size(), 2u);
+    ASSERT_EQ(problems.size(), 3u);
     EXPECT_THAT(problems[0], HasSubstr("--auto-resume: invalid value 'lots'"));
     EXPECT_THAT(problems[1], HasSubstr("--ckpt-dir"));
+    EXPECT_THAT(problems[2], HasSubstr("--hang-timeout: invalid value 'forever'"));
 }
 
 // A record without a value ("(null)": Slurm's copy of a bare --auto-resume that the SPANK

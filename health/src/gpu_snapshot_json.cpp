@@ -64,6 +64,7 @@ json GpuToJson(const GpuSnapshot& g) {
     PutOptional(j, "compute_processes", g.compute_processes);
     PutOptional(j, "memory_used_bytes", g.memory_used_bytes);
     PutOptional(j, "memory_total_bytes", g.memory_total_bytes);
+    PutOptional(j, "utilization_gpu", g.utilization_gpu);
     j["errors"] = g.errors;
     return j;
 }
@@ -204,6 +205,7 @@ bool ReadGpu(const json& j, GpuSnapshot* g) {
     r.Get("compute_processes", &g->compute_processes);
     r.Get("memory_used_bytes", &g->memory_used_bytes);
     r.Get("memory_total_bytes", &g->memory_total_bytes);
+    r.Get("utilization_gpu", &g->utilization_gpu);
     r.Get("errors", &g->errors);
     return r.ok();
 }

@@ -182,6 +182,13 @@ typedef struct nvmlMemory_st {
     unsigned long long used;
 } nvmlMemory_t;
 
+// nvmlDeviceGetUtilizationRates: percent of the last sample period (1/6 s to 1 s, by product)
+// during which a kernel ran (gpu) and device memory was read or written (memory).
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
 // nvmlProcessInfo_v2_t, the element type of the _v3 process queries.
 typedef struct nvmlProcessInfo_v2_st {
     unsigned int pid;
@@ -257,7 +264,9 @@ typedef struct nvmlProcessInfo_v2_st {
     X(nvmlDeviceGetPersistenceMode, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t * mode)) \
     X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                       \
       (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos))                    \
-    X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory))
+    X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory))         \
+    X(nvmlDeviceGetUtilizationRates, nvmlReturn_t,                                                 \
+      (nvmlDevice_t device, nvmlUtilization_t * utilization))
 
 namespace autoheal::health::nvml {
 

@@ -118,6 +118,7 @@ class GpuReader {
         ReadPersistence();
         ReadProcesses();
         ReadMemory();
+        ReadUtilization();
     }
 
   private:
@@ -362,6 +363,13 @@ class GpuReader {
         if (AUTOHEAL_NVML_CALL(nvmlDeviceGetMemoryInfo, &memory)) {
             gpu_.memory_used_bytes = memory.used;
             gpu_.memory_total_bytes = memory.total;
+        }
+    }
+
+    void ReadUtilization() {
+        nvmlUtilization_t utilization = {};
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetUtilizationRates, &utilization)) {
+            gpu_.utilization_gpu = utilization.gpu;
         }
     }
 

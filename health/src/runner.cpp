@@ -333,21 +333,17 @@ HealthReport RunHealthChecks(const RunRequest& request) {
     const auto nvml_deadline =
         std::min(deadline, start + std::chrono::milliseconds(
                                        static_cast<long long>(config.nvml_timeout_seconds * 1000)));
-    const std::vector<Child> nvml = RunInChildren(
-        {[&](int fd) { WriteAll(fd, SnapshotToJson(CollectSnapshot(config.nvml_library))); }},
-        nvml_deadline);
-    std::optional<NodeSnapshot> snapshot;
-    if (nvml[0].finished) snapshot = SnapshotFromJson(nvml[0].output);
+    const IsolatedSnapshot nvml = CollectSnapshotIsolated(config.nvml_library, nvml_deadline);
+    const std::optional<NodeSnapshot>& snapshot = nvml.snapshot;
     if (!snapshot) {
         CheckResult r{"nvml", "", Status::kUnknown, "", {}, SecondsSince(start)};
-        if (nvml[0].timed_out) {
+        if (nvml.timed_out) {
             r.summary = "NVML did not answer within " + Fmt(config.nvml_timeout_seconds) +
                         " s (a GPU may have fallen off the bus)";
             r.Set("timeout", "yes");
             r.reason = "timeout";
         } else {
-            r.summary =
-                "NVML query process failed (exit " + std::to_string(nvml[0].exit_status) + ")";
+            r.summary = "NVML query process failed (exit " + std::to_string(nvml.exit_status) + ")";
             r.Set("unreliable", "yes");
         }
         report.results.push_back(r);

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "autoheal/core/flight_recorder_env.h"
+#include "autoheal/core/hostlist.h"
 #include "spank_state.h"
 
 namespace autoheal::spank {
@@ -62,6 +63,21 @@ bool EnsureUserDir(const std::string& path, uid_t uid, gid_t gid) {
            (st.st_uid == uid || st.st_uid == 0);
 }
 
+// The task's node: the step's (or the batch job's) node list at the task's node id. Not
+// SLURMD_NODENAME: Slurm adds it to the task's environment only after this callback, and an srun
+// task's environment carries the batch host's.
+std::string TaskNode(spank_t sp) {
+    uint32_t node_id = 0;
+    if (spank_get_item(sp, S_JOB_NODEID, &node_id) == ESPANK_SUCCESS) {
+        auto list = TaskEnv(sp, "SLURM_STEP_NODELIST");
+        if (!list) list = TaskEnv(sp, "SLURM_JOB_NODELIST");
+        if (list) {
+            if (auto node = NthHost(*list, node_id)) return *node;
+        }
+    }
+    return TaskEnv(sp, "SLURMD_NODENAME").value_or("");
+}
+
 }  // namespace
 
 int SetFlightRecorderEnv(spank_t sp) {
@@ -80,7 +96,7 @@ int SetFlightRecorderEnv(spank_t sp) {
         return 0;
     }
     const std::string job = std::to_string(job_id);
-    const std::string node = TaskEnv(sp, "SLURMD_NODENAME").value_or("");
+    const std::string node = TaskNode(sp);
     const std::string restarts = TaskEnv(sp, "SLURM_RESTART_COUNT").value_or("0");
     const int restart = std::atoi(restarts.empty() ? "0" : restarts.c_str());
     if (!SafePart(node) || !SafePart(std::to_string(restart))) return 0;
@@ -94,7 +110,8 @@ int SetFlightRecorderEnv(spank_t sp) {
         const std::string jobs = state_dir + "/jobs";
         const std::string run = dir.substr(0, dir.rfind('/'));
         struct stat owner {};
-        if (::lstat(jobs.c_str(), &owner) != 0 || !S_ISDIR(owner.st_mode)) {
+        // The shared jobs folder may be a link the admin made to the shared mount.
+        if (::stat(jobs.c_str(), &owner) != 0 || !S_ISDIR(owner.st_mode)) {
             slurm_verbose("autoheal: flight recorder: no folder %s", jobs.c_str());
             return 0;
         }
@@ -111,7 +128,9 @@ int SetFlightRecorderEnv(spank_t sp) {
             return 0;
         }
     }
-    for (const auto& [name, value] : env) spank_setenv(sp, name.c_str(), value.c_str(), 0);
+    // Only variables the job did not set are returned (those an srun task inherited from the
+    // batch step, pointing at the batch host's folder, are ours): each is set for this node.
+    for (const auto& [name, value] : env) spank_setenv(sp, name.c_str(), value.c_str(), 1);
     return 0;
 }
 

@@ -13,7 +13,7 @@
 namespace autoheal::spank {
 namespace {
 
-enum OptionId : int { kAutoResume = 1, kCkptDir = 2, kHealthCheck = 3 };
+enum OptionId : int { kAutoResume = 1, kCkptDir = 2, kHealthCheck = 3, kHangTimeout = 4 };
 
 std::string CurrentDirectory() {
     std::array<char, PATH_MAX> buf{};
@@ -51,6 +51,12 @@ int HandleOption(int val, const char* optarg, int remote) {
             state.options.health_check = *parsed;
             return 0;
         }
+        case kHangTimeout: {
+            auto parsed = ParseHangTimeout(optarg != nullptr ? optarg : "");
+            if (!parsed) return Refuse(parsed.error());
+            state.options.hang_timeout = *parsed;
+            return 0;
+        }
         default:
             return 0;
     }
@@ -63,7 +69,7 @@ int OptionCallback(int val, const char* optarg, int remote) {
 
 // Help texts are prefixed with the plugin's name, so `sbatch --help` says whose option it is.
 // Slurm keeps pointers to these structs; they live for the life of the process.
-std::array<spank_option, 3> options_table{{
+std::array<spank_option, 4> options_table{{
     {const_cast<char*>("auto-resume"), const_cast<char*>("N"),
      const_cast<char*>("[autoheal] requeue this job up to N times (default 3) when "
                        "infrastructure fails, excluding the culprit nodes"),
@@ -76,6 +82,11 @@ std::array<spank_option, 3> options_table{{
      const_cast<char*>("[autoheal] GPU health checks run by the prolog before the job "
                        "starts (default: the site's setting)"),
      1, kHealthCheck, OptionCallback},
+    {const_cast<char*>("hang-timeout"), const_cast<char*>("DURATION|off"),
+     const_cast<char*>("[autoheal] treat the job as hung when its output and checkpoints have "
+                       "not advanced for DURATION (20m, 2h) and its GPUs are idle (default: the "
+                       "site's setting)"),
+     1, kHangTimeout, OptionCallback},
 }};
 
 }  // namespace

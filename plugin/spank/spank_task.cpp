@@ -93,7 +93,8 @@ int ExportResumeEnv(spank_t sp) {
     const JobOptions options = JobOptionsFromEnv(
         [&](std::string_view name) { return JobEnv(sp, std::string(name).c_str()); },
         kJobSpankEnvPrefix, nullptr, limits);
-    for (std::string_view name : {kScriptEnvAutoResume, kScriptEnvCkptDir, kScriptEnvHealthCheck}) {
+    for (std::string_view name :
+         {kScriptEnvAutoResume, kScriptEnvCkptDir, kScriptEnvHealthCheck, kScriptEnvHangTimeout}) {
         spank_unsetenv(sp, std::string(name).c_str());
     }
     for (const auto& [name, value] : ToJobScriptEnv(options)) {

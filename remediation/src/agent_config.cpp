@@ -1,6 +1,7 @@
 #include "autoheal/remediation/agent_config.h"
 
 #include "autoheal/core/duration.h"
+#include "autoheal/core/job_options.h"
 #include "autoheal/core/yaml_read.h"
 
 namespace autoheal::remediation {
@@ -21,6 +22,15 @@ namespace {
 
 Error Bad(const std::string& source, const YAML::Node& node, const std::string& what) {
     return MakeError(ErrorCode::kInvalid, YamlWhere(source, node) + ": agent: " + what);
+}
+
+// A duration setting within [low, high] seconds; `why` names the key and the range.
+Result<std::int64_t> DurationIn(const std::string& source, const YAML::Node& value,
+                                std::int64_t low, std::int64_t high, const std::string& why) {
+    auto d = value.IsScalar() ? ParseDuration(value.Scalar())
+                              : Result<std::int64_t>(MakeError("not a duration"));
+    if (!d || *d < low || *d > high) return Bad(source, value, why);
+    return *d;
 }
 
 }  // namespace
@@ -50,16 +60,32 @@ Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::strin
             }
             config.poll_seconds = ms / 1000.0;
         } else if (key == "heartbeat_interval") {
-            auto d = value.IsScalar() ? ParseDuration(value.Scalar())
-                                      : Result<std::int64_t>(MakeError("not a duration"));
-            if (!d || *d < 1 || *d > 3600) {
-                return Bad(source, value, "heartbeat_interval: expected a duration, 1s to 1h");
-            }
+            auto d = DurationIn(source, value, 1, 3600,
+                                "heartbeat_interval: expected a duration, 1s to 1h");
+            if (!d) return d.status();
             config.heartbeat_seconds = static_cast<double>(*d);
+        } else if (key == "hang_timeout") {
+            // The job option's own grammar and range (a duration or off).
+            auto t = value.IsScalar() ? ParseHangTimeout(value.Scalar())
+                                      : Result<std::int64_t>(MakeError("not a duration"));
+            if (!t)
+                return Bad(source, value, "hang_timeout: expected a duration, 1s to 30d, or off");
+            config.hang_timeout_seconds = *t;
+        } else if (key == "hang_check_interval") {
+            auto d = DurationIn(source, value, 1, 3600,
+                                "hang_check_interval: expected a duration, 1s to 1h");
+            if (!d) return d.status();
+            config.hang_check_seconds = static_cast<double>(*d);
+        } else if (key == "hang_dump_wait") {
+            auto d =
+                DurationIn(source, value, 1, 600, "hang_dump_wait: expected a duration, 1s to 10m");
+            if (!d) return d.status();
+            config.hang_dump_wait_seconds = static_cast<double>(*d);
         } else {
             return Bad(source, item.first,
                        "unknown setting '" + key +
-                           "'; expected on_fault, poll_interval_ms, heartbeat_interval");
+                           "'; expected on_fault, poll_interval_ms, heartbeat_interval, "
+                           "hang_timeout, hang_check_interval, hang_dump_wait");
         }
     }
     return config;

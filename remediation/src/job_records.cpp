@@ -329,7 +329,9 @@ std::string PrologBaselineToJson(const PrologBaseline& b, const health::HealthRe
     nlohmann::json options = nlohmann::json::object();
     if (b.options.auto_resume) options["auto_resume"] = *b.options.auto_resume;
     if (b.options.ckpt_dir) options["ckpt_dir"] = *b.options.ckpt_dir;
+    if (b.options.hang_timeout) options["hang_timeout"] = *b.options.hang_timeout;
     j["options"] = options;
+    if (!b.job_gpus.empty()) j["job_gpus"] = b.job_gpus;
     if (b.snapshot) {
         j["snapshot"] = nlohmann::json::parse(health::SnapshotToJson(*b.snapshot), nullptr, false);
     } else {
@@ -356,7 +358,11 @@ Result<PrologBaseline> PrologBaselineFromJson(const std::string& json) {
         if (o.contains("ckpt_dir") && o["ckpt_dir"].is_string()) {
             b.options.ckpt_dir = o["ckpt_dir"].get<std::string>();
         }
+        if (o.contains("hang_timeout") && o["hang_timeout"].is_number_integer()) {
+            b.options.hang_timeout = o["hang_timeout"].get<std::int64_t>();
+        }
     }
+    b.job_gpus = Str(j, "job_gpus");
     if (j.contains("snapshot")) {
         b.snapshot = health::SnapshotFromJson(j["snapshot"].dump());
         if (!b.snapshot) {
@@ -453,6 +459,8 @@ std::string AgentRecordToJson(const AgentRecord& r) {
                      {"outcome", r.outcome},
                      {"explanation", r.explanation}};
     j["evidence"] = EvidenceSetJson(r.evidence);
+    if (!r.job_output.items.empty()) j["job_output"] = EvidenceSetJson(r.job_output);
+    if (r.dump_requested != 0) j["dump_requested"] = r.dump_requested;
     return j.dump(-1, ' ', false, kReplace) + "\n";
 }
 
@@ -477,6 +485,12 @@ Result<AgentRecord> AgentRecordFromJson(const std::string& json) {
         if (!ev) return MakeError(ErrorCode::kInvalid, "agent record: evidence: " + ev.error());
         r.evidence = std::move(*ev);
     }
+    if (j.contains("job_output")) {
+        auto ev = EvidenceSetFrom(j["job_output"]);
+        if (!ev) return MakeError(ErrorCode::kInvalid, "agent record: job_output: " + ev.error());
+        r.job_output = std::move(*ev);
+    }
+    r.dump_requested = Int(j, "dump_requested", std::int64_t{0});
     return r;
 }
 

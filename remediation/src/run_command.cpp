@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "autoheal/os/subprocess.h"
@@ -39,35 +40,42 @@ std::optional<os::UserIds> JobUser(uid_t uid) {
 
 }  // namespace
 
-Result<std::string> ReadFileTailAsUser(const std::string& path, std::uint64_t max_bytes,
-                                       uid_t uid) {
-    std::optional<os::UserIds> user = JobUser(uid);
-    if (!user) return ReadFileTailSafely(path, max_bytes);
+Result<std::string> RunAsUser(uid_t uid, std::chrono::milliseconds timeout, std::size_t max_bytes,
+                              const std::function<Result<std::string>()>& work) {
     os::SubprocessSpec spec;
-    spec.user = std::move(user);
-    spec.timeout = std::chrono::seconds(10);
-    // The tail (exit 0) or the error message (exit 3) comes back through the capture.
-    spec.capture_limit = static_cast<std::size_t>(max_bytes) + 4096;
+    spec.user = JobUser(uid);
+    spec.timeout = timeout;
+    // The text (exit 0) or the error message (exit 3) comes back through the capture.
+    spec.capture_limit = max_bytes + 4096;
     spec.in_child = [&](int out_fd) {
-        auto tail = ReadFileTailSafely(path, max_bytes);
-        const std::string& text = tail ? *tail : tail.error();
+        auto text = work();
+        const std::string& bytes = text ? *text : text.error();
         std::size_t done = 0;
-        while (done < text.size()) {
-            const ssize_t n = ::write(out_fd, text.data() + done, text.size() - done);
+        while (done < bytes.size()) {
+            const ssize_t n = ::write(out_fd, bytes.data() + done, bytes.size() - done);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) return 5;
             done += static_cast<std::size_t>(n);
         }
-        return tail ? 0 : 3;
+        return text ? 0 : 3;
     };
     auto done = os::RunSubprocess(std::move(spec));
-    if (!done) return MakeError(done.code(), path + ": not read: " + done.error());
+    if (!done) return MakeError(done.code(), done.error());
     if (done->exit.ok()) return done->output;
-    if (done->exit.code == 3) {
-        return MakeError(ErrorCode::kIo, done->output + " (as uid " + std::to_string(uid) + ")");
+    const std::string as = "as uid " + std::to_string(uid);
+    if (done->exit.code == 3) return MakeError(ErrorCode::kIo, done->output + " (" + as + ")");
+    return MakeError(ErrorCode::kIo, "the child " + as + " failed: " + done->exit.Describe());
+}
+
+Result<std::string> ReadFileTailAsUser(const std::string& path, std::uint64_t max_bytes,
+                                       uid_t uid) {
+    if (!JobUser(uid)) return ReadFileTailSafely(path, max_bytes);
+    auto tail = RunAsUser(uid, std::chrono::seconds(10), static_cast<std::size_t>(max_bytes),
+                          [&] { return ReadFileTailSafely(path, max_bytes); });
+    if (!tail && tail.code() != ErrorCode::kIo) {
+        return MakeError(tail.code(), path + ": not read: " + tail.error());
     }
-    return MakeError(ErrorCode::kIo, path + ": not read (as uid " + std::to_string(uid) + ", " +
-                                         done->exit.Describe() + ")");
+    return tail;
 }
 
 Result<bool> AppendAsUser(const std::string& path, const std::string& text, uid_t uid) {

@@ -141,6 +141,8 @@ remediation:
 agent:
   poll_interval_ms: 100
   heartbeat_interval: 2s
+  hang_check_interval: 1s
+  hang_dump_wait: 10s
 CONF
     # Config and rules steer root's actions: autoheal refuses them when others may write them.
     chmod -R go-w "$cluster_dir/etc/autoheal"

@@ -1,8 +1,8 @@
 // libFuzzer target: what a user or an admin types that reaches the SPANK plugin: plugstack.conf
 // arguments (ParsePluginArgs) and the sbatch/srun option values (ParseAutoResume, ParseCkptDir,
-// ParseHealthCheck), then the trip the options take through the job-control environment
-// (ToJobControlEnv -> LookupEnvArray / JobOptionsFromEnv), as the plugin, job_submit, the
-// prolog and the epilogs use them. These are the pure functions the plugin's callbacks call.
+// ParseHealthCheck, ParseHangTimeout), then the trip the options take through the job-control
+// environment (ToJobControlEnv -> LookupEnvArray / JobOptionsFromEnv), as the plugin, job_submit,
+// the prolog and the epilogs use them. These are the pure functions the plugin's callbacks call.
 //
 // Input: line 1 plugstack.conf arguments (split on spaces), line 2 the --auto-resume value
 // ("-" alone: the option without a value), line 3 --ckpt-dir, line 4 the submit directory,
@@ -59,6 +59,10 @@ void CheckCkptDir(const std::string& dir) {
 void CheckOptions(const autoheal::JobOptions& o) {
     if (o.auto_resume && *o.auto_resume < 1) Fail("auto_resume < 1 read back");
     if (o.ckpt_dir) CheckCkptDir(*o.ckpt_dir);
+    if (o.hang_timeout &&
+        (*o.hang_timeout < 0 || *o.hang_timeout > autoheal::kMaxHangTimeoutSeconds)) {
+        Fail("hang_timeout out of range read back");
+    }
 }
 
 }  // namespace
@@ -99,6 +103,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         options.health_check = *tier;
     }
 
+    // --hang-timeout, from the same text as --auto-resume's
+    if (auto t = autoheal::ParseHangTimeout(lines[1])) {
+        if (*t < 0 || *t > autoheal::kMaxHangTimeoutSeconds)
+            Fail("hang timeout out of range accepted");
+        options.hang_timeout = *t;
+    }
+
     // Through the job-control environment: recorded entries first, then the input's own.
     const auto env = autoheal::ToJobControlEnv(options);
     for (const std::string prefix : {"", "SPANK_"}) {
@@ -124,6 +135,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (options.health_check && back.health_check != options.health_check) {
             Fail("health_check changed through the environment");
         }
+        if (options.hang_timeout && back.hang_timeout != options.hang_timeout) {
+            Fail("hang_timeout changed through the environment");
+        }
         if (env.size() == 3 && (back != options || !problems.empty())) {
             Fail("options changed through the environment");
         }
@@ -140,19 +154,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         },
         "", &problems);
     CheckOptions(raw);
-    const std::size_t accepted =
-        (raw.auto_resume ? 1 : 0) + (raw.ckpt_dir ? 1 : 0) + (raw.health_check ? 1 : 0);
+    const std::size_t accepted = (raw.auto_resume ? 1 : 0) + (raw.ckpt_dir ? 1 : 0) +
+                                 (raw.health_check ? 1 : 0) + (raw.hang_timeout ? 1 : 0);
     const bool malformed =
         problems.size() == 1 &&
         problems[0].rfind(std::string(autoheal::kEnvOptions) + ": malformed record at ", 0) == 0;
     // ckpt_dir comes last and takes the rest of the record (a path may hold ';'): an earlier
-    // value with a ';' in it ends its field there and may swallow the fields after it.
+    // value with a ';' in it ends its field there and may swallow the fields after it, or start
+    // a hang_timeout= field of its own (four fields at most).
     const bool split_clean =
         lines[1].find(';') == std::string::npos && lines[4].find(';') == std::string::npos;
     if (malformed
             ? accepted != 0
             : (split_clean ? problems.size() + accepted != 3
-                           : problems.size() + accepted > 3 || problems.size() + accepted == 0)) {
+                           : problems.size() + accepted > 4 || problems.size() + accepted == 0)) {
         Fail("a record value neither accepted nor reported");
     }
 

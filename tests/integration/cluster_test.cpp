@@ -42,6 +42,7 @@ TEST(Options, SbatchHelpListsThem) {
     EXPECT_THAT(r.out, HasSubstr("--auto-resume=N"));
     EXPECT_THAT(r.out, HasSubstr("--ckpt-dir=DIR"));
     EXPECT_THAT(r.out, HasSubstr("--health-check=quick|full|off"));
+    EXPECT_THAT(r.out, HasSubstr("--hang-timeout=DURATION|off"));
     EXPECT_THAT(r.out, HasSubstr("[autoheal]"));
 }
 
@@ -61,6 +62,16 @@ TEST(Options, BadAutoResumeIsRefusedWithRange) {
         EXPECT_FALSE(id.has_value()) << bad;
         EXPECT_THAT(r.err, HasSubstr("--auto-resume")) << bad;
         EXPECT_THAT(r.err, HasSubstr("from 1 to 10")) << bad;
+    }
+}
+
+TEST(Options, BadHangTimeoutIsRefusedNamingTheOption) {
+    for (const char* bad : {"--hang-timeout=soon", "--hang-timeout=31d", "--hang-timeout=1h30m"}) {
+        CommandResult r;
+        auto id = Submit({bad}, kQuickScript, &r);
+        EXPECT_FALSE(id.has_value()) << bad;
+        EXPECT_THAT(r.err, HasSubstr("--hang-timeout: ")) << bad;
+        EXPECT_THAT(r.err, HasSubstr("1s to 30d")) << bad;
     }
 }
 

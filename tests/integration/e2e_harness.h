@@ -69,7 +69,9 @@ class ConfigOverride {
 
 // A "training" job: a step every 0.1 s, a complete PyTorch distributed checkpoint (step_N with
 // .metadata written last) every 5 steps, resuming from AUTOHEAL_RESUME_CHECKPOINT. When the test
-// creates <fault>-<restart>, the job fails with `message` (as the framework would print it).
+// creates <fault>-<restart>, the job fails with `message` (as the framework would print it); when
+// it creates <fault>-stall-<restart>, that run stops making progress (no output, no checkpoint)
+// until <fault>-stop.
 struct TrainingJob {
     std::string name;
     int steps = 60;
@@ -120,6 +122,14 @@ struct TrainingJob {
             "  [ -e " +
             fault() +
             "-stop ] && break\n"
+            // A run that stops making progress (no output, no checkpoint) until told to stop.
+            "  if [ -e " +
+            fault() +
+            "-stall-${SLURM_RESTART_COUNT:-0} ]; then\n"
+            "    while [ ! -e " +
+            fault() +
+            "-stop ]; do sleep 0.2; done\n"
+            "  fi\n"
             "done\n"
             "echo \"completed at step $step\"\n";
         CommandResult r;

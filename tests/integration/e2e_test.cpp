@@ -921,5 +921,105 @@ TEST_F(AgentE2E, WithTheBreakerOpenTheAgentHoldsInsteadOfDraining) {
                 ::testing::Contains("held node2"));
 }
 
+// 7. A job that stopped making progress (no output, no checkpoint) while its (fake) GPUs are idle,
+//    with --hang-timeout: the agent of its batch host requeues it within its cap; no node is taken
+//    out (the job's own files are no node's evidence); the explanation reaches its output.
+TEST_F(AgentE2E, AgentRequeuesAJobThatStoppedWithIdleGpusAndTouchesNoNode) {
+    TrainingJob job = HungJob("agent-stalled");
+    auto id =
+        Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3", "--hang-timeout=4s"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] {
+        return ReadFile(job.output(*id)).find("checkpoint 10") != std::string::npos;
+    })) << ReadFile(job.output(*id));
+    const std::string ctld_log = ClusterDir() + "/log/slurmctld.log";
+    const std::size_t log_before = ReadFile(ctld_log).size();
+    const auto stalled_at = std::chrono::steady_clock::now();
+    std::ofstream(job.fault() + "-stall-0") << "";
+    // 4 s without progress, looked at every second (the lab's agent.hang_check_interval).
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(30)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    const double requeued_s = SecondsSince(stalled_at);
+    RecordProperty("agent_stall_to_requeue_s", std::to_string(requeued_s));
+    std::cout << "agent: stall to requeue " << requeued_s << " s (hang timeout 4 s)\n";
+    // Not before the timeout: the last output came at most 0.5 s before the stall, and the
+    // agent reads mtimes in whole seconds.
+    EXPECT_GE(requeued_s, 2.5);
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["JobState"] == "RUNNING"; }, std::chrono::seconds(30)));
+    std::ofstream(job.fault() + "-stop") << "";
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(60)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadFile(job.output(*id));
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
+    auto info = ShowJob(*id);
+    EXPECT_EQ(info["Restarts"], "1");
+    EXPECT_THAT(info["ExcNodeList"], Not(HasSubstr("node")));
+    EXPECT_THAT(ReadFile(ctld_log).substr(log_before), Not(HasSubstr("reason set to")));
+    EXPECT_TRUE(
+        Query("SELECT id FROM actions WHERE action IN ('drain', 'reboot', 'reset_gpu')").empty());
+    EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'requeue'"),
+              std::vector<std::string>{"1"});
+    const std::string out = ReadFile(job.output(*id));
+    EXPECT_THAT(out, HasSubstr("autoheal: requeued 1/3 after job_hang"));
+    EXPECT_THAT(out, HasSubstr("resumed at step "));
+    const auto rec = ReadFile(StateDir() + "/jobs/" + *id + "/run0/" +
+                              Nodes(info["BatchHost"]).front() + ".agent.json");
+    EXPECT_THAT(rec, HasSubstr("\"job-hang\""));
+}
+
+// 8. The same with the flight recorder: two ranks (one per node) make their dump pipes as PyTorch
+//    does and, when asked, write their dumps (tests/fixtures/flight_recorder/gen_dumps.py: rank 1
+//    never entered the collective rank 0 waits in); the job is requeued excluding rank 1's node,
+//    and only excluding it.
+TEST_F(AgentE2E, AgentAsksAHungJobsRanksForDumpsAndExcludesTheCulpritsNode) {
+    const std::string dir = ClusterDir() + "/state/e2e-agent-fr";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_EQ(RunCommand({"/usr/bin/python3",
+                          std::string(AUTOHEAL_SOURCE_DIR) +
+                              "/tests/fixtures/flight_recorder/gen_dumps.py",
+                          "--bench", "2", "16", dir + "/dumps"})
+                  .exit_code,
+              0);
+    ASSERT_TRUE(GiveToUser(dir, kJobUser));
+    // Each rank: its pipe (<prefix><rank>.pipe, held open for reading as PyTorch's DumpPipe
+    // does), then its dump when a byte arrives; the batch script prints nothing more.
+    const std::string script =
+        "#!/bin/bash\n"
+        "echo \"run restart=${SLURM_RESTART_COUNT:-0}\"\n"
+        "[ \"${SLURM_RESTART_COUNT:-0}\" != 0 ] && exit 0\n"
+        "srun --ntasks-per-node=1 bash -c '"
+        "p=${TORCH_NCCL_DEBUG_INFO_PIPE_FILE}${SLURM_PROCID}.pipe; mkfifo \"$p\"; "
+        "exec 3<>\"$p\"; read -n1 <&3; "
+        "cp " +
+        dir +
+        "/dumps/node0/nccl_trace_rank_${SLURM_PROCID} "
+        "${TORCH_NCCL_DEBUG_INFO_TEMP_FILE}${SLURM_PROCID}; sleep 600'\n";
+    CommandResult r;
+    auto id = Track(Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3", "--hang-timeout=4s",
+                            "--output=" + dir + "/out-%j.txt", "--open-mode=append"},
+                           script, &r));
+    ASSERT_TRUE(id) << r.err;
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(45)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); }, std::chrono::seconds(60)));
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
+    auto info = ShowJob(*id);
+    EXPECT_EQ(info["JobState"], "COMPLETED");
+    const std::string out = ReadFile(dir + "/out-" + *id + ".txt");
+    EXPECT_THAT(out, HasSubstr("never entered ALLREDUCE #80078 (pg 0); excluded"));
+    const std::string culprit = info["ExcNodeList"];
+    EXPECT_THAT(out, HasSubstr("rank 1 on " + culprit + " never entered"));
+    EXPECT_THAT(Nodes(info["NodeList"]), Not(::testing::Contains(culprit)));
+    EXPECT_TRUE(
+        Query("SELECT id FROM actions WHERE action IN ('drain', 'reboot', 'reset_gpu')").empty());
+}
+
 }  // namespace
 }  // namespace autoheal::testing

@@ -47,7 +47,8 @@ class AgentTest : public ::testing::Test {
         return job;
     }
     FaultHandled Handle(const std::string& node, const std::string& line) {
-        const AgentEnv env{t.config, t.rc, t.tickets, agent, t.engine, t.slurm, t.clock, node};
+        const AgentEnv env{t.config, t.rc,    t.tickets, agent,   t.engine,
+                           t.slurm,  t.clock, node,      t.health};
         return HandleKernelLines(env, line + "\n");
     }
     // What the controller epilog does first with the agents' stores (ImportSpooledRuns).
@@ -377,6 +378,24 @@ TEST(AgentConfigTest, ReadsTheSettingsAndRefusesBadOnes) {
     EXPECT_NE(bad.error().find("requeue, end or notify"), std::string::npos);
     EXPECT_FALSE(ParseAgentConfig(YAML::Load("{poll_interval_ms: 0}"), "a.yaml"));
     EXPECT_FALSE(ParseAgentConfig(YAML::Load("{pol_interval_ms: 100}"), "a.yaml"));
+}
+
+TEST(AgentConfigTest, ReadsTheHangWatchSettings) {
+    EXPECT_EQ(ParseAgentConfig(YAML::Node(), "a.yaml")->hang_timeout_seconds, 0);
+    auto c = ParseAgentConfig(
+        YAML::Load("{hang_timeout: 20m, hang_check_interval: 5s, hang_dump_wait: 1m}"), "a.yaml");
+    ASSERT_TRUE(c) << c.error();
+    EXPECT_EQ(c->hang_timeout_seconds, 1200);
+    EXPECT_DOUBLE_EQ(c->hang_check_seconds, 5);
+    EXPECT_DOUBLE_EQ(c->hang_dump_wait_seconds, 60);
+    EXPECT_EQ(ParseAgentConfig(YAML::Load("{hang_timeout: off}"), "a.yaml")->hang_timeout_seconds,
+              0);
+    for (const char* bad : {"{hang_timeout: 31d}", "{hang_timeout: [1]}",
+                            "{hang_check_interval: 0s}", "{hang_dump_wait: 11m}"}) {
+        auto r = ParseAgentConfig(YAML::Load(bad), "a.yaml");
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().find("a.yaml:1:"), std::string::npos) << r.error();
+    }
 }
 
 TEST(HeartbeatTest, IsWrittenReadBackAndKeepsItsFaultsAcrossARestart) {

@@ -128,6 +128,8 @@ TEST(PrologBaseline, RoundTripsAndReadsVersion1WithoutAVersionField) {
     PrologBaseline b;
     b.time = 1'800'000'000;
     b.kernel_cursor = "kmsg:42";
+    b.options.hang_timeout = 600;
+    b.job_gpus = "0,2";
     health::NodeSnapshot snap;
     snap.driver_present = true;
     health::GpuSnapshot g;
@@ -145,6 +147,8 @@ TEST(PrologBaseline, RoundTripsAndReadsVersion1WithoutAVersionField) {
     ASSERT_TRUE(back) << back.error();
     EXPECT_EQ(back->kernel_cursor, "kmsg:42");
     EXPECT_EQ(back->time, b.time);
+    EXPECT_EQ(back->options.hang_timeout, 600);
+    EXPECT_EQ(back->job_gpus, "0,2");
     ASSERT_TRUE(back->snapshot);
     ASSERT_EQ(back->snapshot->gpus.size(), 1u);
     EXPECT_EQ(back->snapshot->gpus[0].ecc_uncorrected_volatile, 1u);

@@ -80,6 +80,14 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
          "link) or the GPU was lost (gpu_lost)",
          {"gpu", "counter", "before", "after", "link"},
          "gpu=0000:3b:00.0 counter=ecc_uncorrected_volatile before=0 after=3"},
+        {kJobHangSignature,
+         "made by autoheal-agent for a job with a hang timeout (--hang-timeout or "
+         "agent.hang_timeout): its output and its checkpoint folder have not advanced for "
+         "`idle` seconds (at least `timeout`) and its GPUs on the batch host are idle "
+         "(`gpus` judged, the highest utilization `util` in percent). The job's own files: "
+         "never a node's evidence",
+         {"timeout", "idle", "gpus", "util"},
+         "timeout=600 idle=612 gpus=8 util=0"},
         {kHealthCheckSignature,
          "made by the node epilog: a check of the post-job health check failed (verdict: "
          "fail; reason, where the check gives one: wrong-result, peer-mismatch, cuda-error, "

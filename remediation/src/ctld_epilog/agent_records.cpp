@@ -34,6 +34,14 @@ std::vector<AgentRecord> SettledRecords(const CtldEnv& env, int restart) {
     }
 }
 
+// The agent's evidence from the job's own files (a hang, its flight recorder dumps) joins the
+// job's output evidence of the agent's node: the user's word, never the node's evidence.
+void JoinJobEvidence(const AgentRecord& a, NodeReport* report) {
+    if (a.job_output.items.empty()) return;
+    diag::MergeEvidence(&report->job_output, a.job_output);
+    report->job_output_read = true;
+}
+
 }  // namespace
 
 AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_requeued) {
@@ -55,7 +63,12 @@ AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_re
         acted.requeued = acted.requeued || (a.EndedRun() && a.job_action == "requeue");
         auto missing =
             std::find(in->job.missing_reports.begin(), in->job.missing_reports.end(), a.node);
-        if (missing == in->job.missing_reports.end()) continue;  // its epilog reported
+        if (missing == in->job.missing_reports.end()) {  // its epilog reported
+            for (NodeReport& r : in->reports) {
+                if (r.node == a.node) JoinJobEvidence(a, &r);
+            }
+            continue;
+        }
         in->job.missing_reports.erase(missing);
         NodeReport r;
         r.job = a.job;
@@ -65,6 +78,7 @@ AgentActed AddAgentEvidence(const CtldEnv& env, DecisionInput* in, bool being_re
         r.evidence = std::move(a.evidence);
         r.local_cause = a.cause;
         r.problems.push_back("no epilog report: judged on autoheal-agent's evidence");
+        JoinJobEvidence(a, &r);
         in->reports.push_back(std::move(r));
     }
     std::sort(in->reports.begin(), in->reports.end(),

@@ -1,18 +1,11 @@
 // Collect: the node's evidence of the job's lifetime, a thin caller of evidence_sources.h.
-#include <pwd.h>
-#include <sys/fsuid.h>
-
 #include <algorithm>
-#include <array>
 #include <cstdlib>
-#include <functional>
 
-#include "autoheal/core/checkpoint.h"
-#include "autoheal/core/flight_recorder_env.h"
-#include "autoheal/diag/flight_recorder.h"
 #include "autoheal/health/health_config.h"
 #include "autoheal/health/runner.h"
 #include "autoheal/remediation/evidence_sources.h"
+#include "autoheal/remediation/job_files.h"
 #include "autoheal/remediation/node_epilog_steps.h"
 #include "autoheal/remediation/run_command.h"
 
@@ -54,80 +47,6 @@ void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::No
         if (g.minor && std::find(minors->begin(), minors->end(), *g.minor) != minors->end())
             ev->report.job_gpus.push_back(g.pci_bus_id);
     }
-}
-
-// The job's stdout (first) and stderr (when apart) as Slurm names them.
-std::vector<std::string> JobOutputPaths(const JobInfo& job, const ScriptContext& ctx) {
-    OutputPatternValues v;
-    v.job_id = ctx.job_id;
-    v.array_job_id = job.array_job_id ? std::to_string(job.array_job_id) : "";
-    v.array_task_id = job.array_job_id ? std::to_string(job.array_task_id) : "";
-    v.user = job.user_name.empty() ? ctx.user : job.user_name;
-    v.job_name = job.name;
-    v.first_node = ctx.node;
-    auto resolve = [&](const std::string& pattern) {
-        if (pattern.empty() || pattern == "/dev/null") return std::string();
-        std::string p = ExpandOutputPattern(pattern, v);
-        if (!p.empty() && p.front() != '/') p = job.work_dir + "/" + p;
-        return p;
-    };
-    std::string out = resolve(job.std_out);
-    if (job.std_out.empty()) {
-        out = job.work_dir + "/slurm-" +
-              (job.array_job_id ? v.array_job_id + "_" + v.array_task_id : v.job_id) + ".out";
-    }
-    std::vector<std::string> paths = {out};
-    const std::string err = resolve(job.std_err);
-    if (!err.empty() && err != out) paths.push_back(err);
-    return paths;
-}
-
-// The newest complete checkpoint in --ckpt-dir, looked for with the job's user's file access
-// (setfsuid/setfsgid: this thread only, until restored), so root reads nothing the user could
-// not; numbers only go into the report.
-// Runs fn with the user's file access; false (fn not run) for an unknown user. getpwuid_r: the
-// flight recorder's reading threads call this at once.
-template <typename Fn>
-bool WithUserFileAccess(uid_t uid, Fn&& fn) {
-    passwd pwd{};
-    passwd* pw = nullptr;
-    std::array<char, 4096> buf{};
-    if (::getpwuid_r(uid, &pwd, buf.data(), buf.size(), &pw) != 0 || pw == nullptr) return false;
-    const gid_t gid = pw->pw_gid;
-    const int old_gid = ::setfsgid(gid);
-    const int old_uid = ::setfsuid(uid);
-    fn();
-    ::setfsuid(static_cast<uid_t>(old_uid));
-    ::setfsgid(static_cast<gid_t>(old_gid));
-    return true;
-}
-
-std::optional<CheckpointMark> NewestCheckpointAsUser(const std::string& ckpt_dir, uid_t uid) {
-    CheckpointSearch found;
-    WithUserFileAccess(uid, [&] { found = FindNewestCheckpoint(ckpt_dir); });
-    if (!found.newest) return std::nullopt;
-    return CheckpointMark{found.newest->step, found.newest->mtime};
-}
-
-// The run's flight recorder dumps (core/flight_recorder_env.h: one folder per node, the user's),
-// read with the user's file access and compared; the findings join the job's output evidence:
-// like the output, the dumps are the user's own files (a rank to leave out of the rerun, never a
-// node action).
-void CollectFlightRecorder(const NodeEpilogEnv& env, uid_t uid, NodeEvidence* ev) {
-    const std::string dir = FlightRecorderDir(env.config.state_dir, env.ctx.job_id,
-                                              std::atoi(env.ctx.restart_count.c_str()));
-    // Every reading thread switches its own file access (setfsuid holds per thread).
-    bool known_user = true;
-    const diag::FrFolder folder = diag::ReadFrFolder(dir, [&](const std::function<void()>& read) {
-        if (!WithUserFileAccess(uid, read)) known_user = false;
-    });
-    if (!known_user) return;  // no such user: nothing was read
-    for (const std::string& p : folder.problems) {
-        ev->report.problems.push_back("flight recorder: " + p);
-    }
-    if (folder.dumps.empty()) return;
-    diag::AddFlightRecorderEvidence(diag::AnalyzeFlightRecorder(folder.dumps), folder.rank_nodes,
-                                    "flight-recorder", &ev->report.job_output);
 }
 
 }  // namespace
@@ -190,7 +109,9 @@ void CollectJobOutput(const NodeEpilogEnv& env, SlurmClient& slurm, NodeEvidence
     }
     ev->report.job_output_read = true;
     env.engine.scanner->ScanText(text, "job-output", &ev->report.job_output);
-    CollectFlightRecorder(env, job->user_id, ev);
+    AddFlightRecorderFindings(env.config.state_dir, env.ctx.job_id,
+                              std::atoi(env.ctx.restart_count.c_str()), job->user_id,
+                              &ev->report.job_output, &ev->report.problems);
     if (env.ctx.options.ckpt_dir) {
         ev->report.checkpoint = NewestCheckpointAsUser(*env.ctx.options.ckpt_dir, job->user_id);
     }

@@ -511,3 +511,13 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
         return NVML_SUCCESS;
     });
 }
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                           nvmlUtilization_t* utilization) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        utilization->gpu = gpu->utilization_gpu;
+        utilization->memory = gpu->utilization_memory;
+        return NVML_SUCCESS;
+    });
+}

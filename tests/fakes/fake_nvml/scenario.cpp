@@ -160,6 +160,13 @@ Gpu ParseGpu(const json& j, unsigned i) {
     Take(j, "processes", &g.processes);
     Take(j, "memory_used_bytes", &g.memory_used);
     Take(j, "memory_total_bytes", &g.memory_total);
+    if (const json* u = Section(j, "utilization")) {
+        Take(*u, "gpu", &g.utilization_gpu);
+        Take(*u, "memory", &g.utilization_memory);
+        if (g.utilization_gpu > 100 || g.utilization_memory > 100) {
+            throw Bad("utilization", "percentages from 0 to 100");
+        }
+    }
     if (const json::array_t* calls = List(j, "unsupported")) {
         for (const json& f : *calls) {
             g.unsupported.insert(Value<std::string>(f, "unsupported"));

@@ -41,6 +41,7 @@ struct Gpu {
     bool persistence_mode = true;
     unsigned processes = 0;
     std::uint64_t memory_used = 0, memory_total = 85520809984ULL;
+    unsigned utilization_gpu = 0, utilization_memory = 0;  // percent; idle
     std::set<std::string> unsupported;
 };
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "autoheal/core/config.h"
+#include "autoheal/health/check.h"
 #include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/clock.h"
 #include "autoheal/remediation/engine.h"
@@ -48,6 +49,7 @@ struct AgentEnv {
     remediation::SlurmClient& slurm;
     remediation::Clock& clock;
     std::string node;
+    const health::HealthConfig& health;  // NVML's library and time limit (the hang watch)
 };
 
 struct FaultHandled {
@@ -59,5 +61,17 @@ struct FaultHandled {
 
 // Scans `lines` (new kernel records) and acts on an interrupting fault as described above.
 FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines);
+
+// A job the hang watch found hung (agent/hang_watch.h): as 2. above, with `job_output` (the
+// job-hang item, the flight recorder's findings) as the evidence of the job's own files, never
+// the node's: no node action, the culprit rank's node only left out of a requeue. The run's
+// agent record is final when this returns. Returns the line for the log.
+std::string HandleHungJob(const AgentEnv& env, const remediation::JobInfo& job,
+                          const diag::EvidenceSet& job_output, std::int64_t dump_requested);
+
+// The run's agent record while the dumps of a hung job are asked for: not final (no
+// job_action), `dump_requested` set, so the agents of the job's other nodes ask their ranks too.
+void WriteHangRecord(const AgentEnv& env, const remediation::JobInfo& job,
+                     const diag::EvidenceSet& job_output, std::int64_t dump_requested);
 
 }  // namespace autoheal::agent

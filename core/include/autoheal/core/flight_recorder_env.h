@@ -37,7 +37,10 @@ inline constexpr std::string_view kFrBufferEntries = "2000";  // PyTorch's recom
 
 // The variables to set in a task whose environment `lookup` reads, its dumps going to
 // `node_dir` (FlightRecorderDir/<node>); empty when the job set a buffer size of 0.
-// `dump_dir_needed` is set when the dump prefix is ours (the folder must then exist).
+// `dump_dir_needed` is set when the dump prefix is ours (the folder must then exist). A path
+// variable whose value is inside this run's folder (the parent of `node_dir`) was set by us for
+// another node (an srun task inherits the batch step's environment): it is set again for this
+// node.
 using TaskEnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
 std::vector<std::pair<std::string, std::string>> FlightRecorderEnv(const TaskEnvLookup& lookup,
                                                                    const std::string& node_dir,

@@ -35,6 +35,10 @@ struct JobOptions {
     std::optional<int> auto_resume;       // requeues allowed; absent = not opted in
     std::optional<std::string> ckpt_dir;  // absolute, normalised
     std::optional<HealthTier> health_check;
+    // --hang-timeout: seconds without progress (output, checkpoints, GPUs) after which
+    // autoheal-agent takes the job as hung; 0 = off (the site's default not applied); absent =
+    // the site's default (agent.hang_timeout).
+    std::optional<std::int64_t> hang_timeout;
 
     bool operator==(const JobOptions&) const = default;
 };
@@ -43,6 +47,7 @@ struct JobOptions {
 inline constexpr std::string_view kOptAutoResume = "auto-resume";
 inline constexpr std::string_view kOptCkptDir = "ckpt-dir";
 inline constexpr std::string_view kOptHealthCheck = "health-check";
+inline constexpr std::string_view kOptHangTimeout = "hang-timeout";
 
 // Where the options travel: one job-control entry, kEnvOptions, that the SPANK plugin writes
 // (spank_job_control_setenv) in place of the copies Slurm makes of every SPANK option given,
@@ -51,13 +56,14 @@ inline constexpr std::string_view kOptHealthCheck = "health-check";
 // one entry. Slurm shows it as SPANK_AUTOHEAL_OPTIONS to Prolog/Epilog/EpilogSlurmctld, without
 // prefix to job_submit in job_desc->spank_job_env, and as SLURM_SPANK_AUTOHEAL_OPTIONS in the
 // batch job's environment. Its value holds the validated options (a resolved --ckpt-dir, the
-// default of a bare --auto-resume) as `auto_resume=N;health_check=T;ckpt_dir=DIR`: each field
+// default of a bare --auto-resume) as `auto_resume=N;health_check=T;hang_timeout=S;ckpt_dir=DIR`
+// (S in seconds): each field
 // only when given, in this order, ckpt_dir last and taking the rest of the value (a path may
 // hold ';').
 inline constexpr std::string_view kEnvOptions = "AUTOHEAL_OPTIONS";
-inline constexpr std::array<std::string_view, 3> kSlurmOptionCopies = {
+inline constexpr std::array<std::string_view, 4> kSlurmOptionCopies = {
     "_SLURM_SPANK_OPTION_autoheal_auto_resume", "_SLURM_SPANK_OPTION_autoheal_ckpt_dir",
-    "_SLURM_SPANK_OPTION_autoheal_health_check"};
+    "_SLURM_SPANK_OPTION_autoheal_health_check", "_SLURM_SPANK_OPTION_autoheal_hang_timeout"};
 inline constexpr std::string_view kSpankEnvPrefix = "SPANK_";
 // The prefix sbatch gives the entries in the batch job's environment.
 inline constexpr std::string_view kJobSpankEnvPrefix = "SLURM_SPANK_";
@@ -66,6 +72,7 @@ inline constexpr std::string_view kJobSpankEnvPrefix = "SLURM_SPANK_";
 inline constexpr std::string_view kScriptEnvAutoResume = "SLURM_SPANK_AUTOHEAL_AUTO_RESUME";
 inline constexpr std::string_view kScriptEnvCkptDir = "SLURM_SPANK_AUTOHEAL_CKPT_DIR";
 inline constexpr std::string_view kScriptEnvHealthCheck = "SLURM_SPANK_AUTOHEAL_HEALTH_CHECK";
+inline constexpr std::string_view kScriptEnvHangTimeout = "SLURM_SPANK_AUTOHEAL_HANG_TIMEOUT";
 
 inline constexpr std::size_t kMaxCkptDirLength = 1024;
 
@@ -80,6 +87,12 @@ Result<std::string> ParseCkptDir(std::string_view value, std::string_view cwd);
 
 // --health-check=quick|full|off
 Result<HealthTier> ParseHealthCheck(std::string_view value);
+
+// The longest --hang-timeout (30 days: longer than any job's time limit is meant to be).
+inline constexpr std::int64_t kMaxHangTimeoutSeconds = 30LL * 86400;
+// --hang-timeout=DURATION|off: a duration (core/duration.h: 45s, 20m, 2h) from 1 s to 30 days, in
+// seconds; `off` (or 0) is 0: no hang detection for this job, whatever the site's default.
+Result<std::int64_t> ParseHangTimeout(std::string_view value);
 
 // The record of the options that are set: {kEnvOptions, value}, or nothing when none is.
 std::vector<std::pair<std::string, std::string>> ToJobControlEnv(const JobOptions& options);

@@ -141,6 +141,8 @@ const std::vector<BuiltinSignature>& BuiltinSignatures();
 // The node epilog's typed evidence kinds (remediation/evidence_sources.h).
 inline constexpr const char* kNvmlDeltaSignature = "nvml-delta";
 inline constexpr const char* kHealthCheckSignature = "health-check";
+// autoheal-agent's: a job with a hang timeout stopped advancing (agent/hang_watch.h).
+inline constexpr const char* kJobHangSignature = "job-hang";
 
 // Fields the analyzers add to evidence of pattern signatures (beyond their named groups):
 // every signature gets `host` when its line names one; `xid` lines of NVLink Xids get the

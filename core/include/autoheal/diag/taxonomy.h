@@ -75,6 +75,8 @@ namespace autoheal::diag {
     X(kNcclTimeout, "nccl_timeout", kUnknown, true, kNobody, true, kNone, true,                  \
       "NCCL watchdog timeouts",                                                                  \
       "NCCL collective timed out and no root cause was found in the evidence")                   \
+    X(kJobHang, "job_hang", kUnknown, true, kNobody, false, kNone, true, "Job hangs",            \
+      "the job's output and checkpoints stopped and its GPUs went idle (--hang-timeout)")        \
     X(kHostCpu, "host_cpu", kHost, true, kNode, false, kRma, true, "CPU", "CPU machine check")   \
     X(kHostMemory, "host_memory", kHost, true, kNode, false, kRma, true, "System memory",        \
       "host DRAM error (EDAC/MCE memory)")                                                       \

@@ -59,6 +59,7 @@ struct GpuSnapshot {
     std::optional<unsigned> compute_processes;
     std::optional<std::uint64_t> memory_used_bytes;
     std::optional<std::uint64_t> memory_total_bytes;
+    std::optional<unsigned> utilization_gpu;  // percent of the last sample period a kernel ran
 
     std::vector<std::string> errors;  // "nvmlDeviceGetRemappedRows: Not Supported", ...
 };

@@ -8,6 +8,8 @@
 // with a deadline (isolation.h).
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,5 +21,16 @@ namespace autoheal::health {
 // of single queries are recorded in GpuSnapshot::errors, a missing library or a failed
 // nvmlInit in NodeSnapshot::problem with driver_present = false.
 NodeSnapshot CollectSnapshot(const std::string& library);
+
+// CollectSnapshot in a child process (isolation.h), waited for until `deadline`. `snapshot` is
+// absent when the child did not finish: `timed_out` (NVML did not answer: it was killed) or it
+// failed (`exit_status`). The caller must be single-threaded (it forks).
+struct IsolatedSnapshot {
+    std::optional<NodeSnapshot> snapshot;
+    bool timed_out = false;
+    int exit_status = -1;
+};
+IsolatedSnapshot CollectSnapshotIsolated(const std::string& library,
+                                         std::chrono::steady_clock::time_point deadline);
 
 }  // namespace autoheal::health

@@ -4,6 +4,9 @@
 //     on_fault: requeue     # requeue | end | notify: what an interrupting fault does to the job
 //     poll_interval_ms: 200 # how often the kernel log is read (a bounded poll), 10..5000
 //     heartbeat_interval: 10s   # a duration (docs/rules.md), 1s..1h
+//     hang_timeout: off     # the site's --hang-timeout for --auto-resume jobs (a duration or off)
+//     hang_check_interval: 30s  # how often jobs are looked at for a hang, 1s..1h
+//     hang_dump_wait: 20s   # how long a hung job's flight recorder dumps are waited for, 1s..10m
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -28,6 +31,12 @@ struct AgentConfig {
     OnFault on_fault = OnFault::kRequeue;
     double poll_seconds = 0.2;
     double heartbeat_seconds = 10;
+    // The hang watch (agent/hang_watch.h): the timeout of an --auto-resume job that gave no
+    // --hang-timeout (0: none), how often the node's jobs are looked at (one job list from
+    // slurmctld per node each time), and how long dumps asked for are waited for.
+    std::int64_t hang_timeout_seconds = 0;
+    double hang_check_seconds = 30;
+    double hang_dump_wait_seconds = 20;
 };
 
 // Refuses unknown keys, an unknown on_fault and values out of range, naming file:line:column.

@@ -136,9 +136,13 @@ struct PrologBaseline {
     std::int64_t time = 0;
     std::string kernel_cursor;  // KernelLogCursor(); empty: read the whole log, capped
     std::optional<health::NodeSnapshot> snapshot;  // absent when the prolog ran no check
-    // The job's autoheal options (--auto-resume, --ckpt-dir), for autoheal-agent, which acts
-    // while the job runs and has no SPANK_ environment to read them from.
+    // The job's autoheal options (--auto-resume, --ckpt-dir, --hang-timeout), for
+    // autoheal-agent, which acts while the job runs and has no SPANK_ environment to read them
+    // from.
     JobOptions options;
+    // The job's GPUs on this node as SLURM_JOB_GPUS gave them (minor numbers, "0,1"); empty:
+    // none allocated or not known. The agent's hang watch judges these GPUs' utilization.
+    std::string job_gpus;
 };
 // `report` (may be null) is written beside the baseline; its snapshot is the baseline's.
 std::string PrologBaselineToJson(const PrologBaseline& baseline,
@@ -166,6 +170,13 @@ struct AgentRecord {
     std::string outcome;  // a catalog outcome of that action (done, failed, dry-run)
     std::string explanation;
     diag::EvidenceSet evidence;
+    // Evidence from the job's own files (its hang: output and checkpoints that stopped, its
+    // flight recorder dumps): joined to the job's output evidence, never the node's.
+    diag::EvidenceSet job_output;
+    // When the agent of the job's batch host asked the ranks for flight recorder dumps (a hang,
+    // seconds since the epoch; 0: not asked): every agent of the job's nodes writes to its own
+    // node's dump pipes (FIFOs are local to a host) while the record is not final.
+    std::int64_t dump_requested = 0;
     // The job was taken off its nodes by the agent (requeued or ended, done).
     bool EndedRun() const;
 };

@@ -5,7 +5,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,13 @@ std::string RunCommand(const std::vector<std::string>& argv, double timeout_seco
 // supplementary groups), so root never writes through a link or into a file the user could not
 // write: the file is opened O_NOFOLLOW and must be a regular file. Bounded to 10 s.
 Result<bool> AppendAsUser(const std::string& path, const std::string& text, uid_t uid);
+
+// Runs `work` in a forked child, as the job's user (its ids, no supplementary groups) when this
+// process is root and the user is not, killed at `timeout` (bounded reap): what work returned
+// (at most max_bytes of text), or an error: work's (kIo, as uid N), a child that failed or did not
+// finish in time (kUnavailable). The caller must be single-threaded (it forks).
+Result<std::string> RunAsUser(uid_t uid, std::chrono::milliseconds timeout, std::size_t max_bytes,
+                              const std::function<Result<std::string>()>& work);
 
 // The last `max_bytes` of the user's file, read as that user (ReadFileTailSafely in a child
 // with the user's ids and no supplementary groups), so root never reads a file the user could
