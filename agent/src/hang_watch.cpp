@@ -45,10 +45,19 @@ std::int64_t TimeoutOf(const AgentEnv& env, const JobOptions& options) {
     return options.auto_resume ? env.agent.hang_timeout_seconds : 0;
 }
 
-// The highest utilization of the job's GPUs on this node (every GPU when the job's are not
-// known); nullopt when NVML cannot tell (no answer in time, a GPU that does not say). No
-// driver: 0 (no GPU can be busy).
-std::optional<unsigned> BusiestGpu(const AgentEnv& env, const std::string& job_gpus, int* judged) {
+// What the job's GPUs on this node (every GPU when the job's are not known) are doing: the
+// busiest one's utilization and memory utilization, and whether any of them works (a kernel
+// running and memory moving).
+struct GpuActivity {
+    int judged = 0;
+    bool working = false;
+    unsigned gpu = 0;     // the highest utilization, percent
+    unsigned memory = 0;  // the highest memory utilization, percent
+};
+
+// nullopt when NVML cannot tell (no answer in time, a GPU that does not say). No driver: no GPU
+// can be working.
+std::optional<GpuActivity> JobGpuActivity(const AgentEnv& env, const std::string& job_gpus) {
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(static_cast<long long>(env.health.nvml_timeout_seconds * 1000));
@@ -56,30 +65,35 @@ std::optional<unsigned> BusiestGpu(const AgentEnv& env, const std::string& job_g
         health::CollectSnapshotIsolated(env.health.nvml_library, deadline);
     if (!nvml.snapshot) return std::nullopt;
     const auto minors = health::ParseGpuList(job_gpus);
-    unsigned busiest = 0;
-    *judged = 0;
+    GpuActivity activity;
     for (const health::GpuSnapshot& g : nvml.snapshot->gpus) {
         const unsigned minor = g.minor.value_or(g.index);
         if (!job_gpus.empty() && minors &&
             std::find(minors->begin(), minors->end(), minor) == minors->end()) {
             continue;
         }
-        if (!g.utilization_gpu) return std::nullopt;
-        busiest = std::max(busiest, *g.utilization_gpu);
-        ++*judged;
+        if (!g.utilization_gpu || !g.utilization_memory) return std::nullopt;
+        activity.gpu = std::max(activity.gpu, *g.utilization_gpu);
+        activity.memory = std::max(activity.memory, *g.utilization_memory);
+        activity.working = activity.working || (*g.utilization_gpu >= kIdleUtilizationPercent &&
+                                                *g.utilization_memory >= kIdleUtilizationPercent);
+        ++activity.judged;
     }
-    return busiest;
+    return activity;
 }
 
-diag::EvidenceSet HangEvidence(std::int64_t timeout, std::int64_t idle, int gpus, unsigned util) {
+diag::EvidenceSet HangEvidence(std::int64_t timeout, std::int64_t idle, const GpuActivity& gpus) {
     diag::Evidence e;
     e.signature = diag::kJobHangSignature;
     e.text = "no progress for " + std::to_string(idle) + " s (hang timeout " +
-             std::to_string(timeout) + " s), " + std::to_string(gpus) + " GPU(s) idle";
+             std::to_string(timeout) + " s), " + std::to_string(gpus.judged) +
+             " GPU(s) idle or spinning (at most " + std::to_string(gpus.gpu) + "% busy, memory " +
+             std::to_string(gpus.memory) + "%)";
     e.fields = {{"timeout", std::to_string(timeout)},
                 {"idle", std::to_string(idle)},
-                {"gpus", std::to_string(gpus)},
-                {"util", std::to_string(util)}};
+                {"gpus", std::to_string(gpus.judged)},
+                {"util", std::to_string(gpus.gpu)},
+                {"mem_util", std::to_string(gpus.memory)}};
     diag::EvidenceSet set;
     diag::AddEvidence(&set, "hang-watch", std::move(e));
     return set;
@@ -162,7 +176,7 @@ void HangWatch::AnswerDumpRequest(const rem::JobInfo& job, Watched* w,
                            : "dump pipes: " + asked.error()));
 }
 
-// The batch host: the job's files have not advanced for `timeout` and its GPUs here are idle.
+// The batch host: the job's files have not advanced for `timeout` and its GPUs here do no work.
 bool HangWatch::SeemsStopped(const rem::JobInfo& job, const rem::PrologBaseline& baseline,
                              std::int64_t timeout, Watched* w, diag::EvidenceSet* hang,
                              std::vector<std::string>* done) {
@@ -182,14 +196,16 @@ bool HangWatch::SeemsStopped(const rem::JobInfo& job, const rem::PrologBaseline&
     const std::int64_t last = std::max({progress->newest_mtime, w->changed, job.start_time});
     const std::int64_t idle = now - last;
     if (idle < timeout) return false;
-    int judged = 0;
-    const std::optional<unsigned> busiest = BusiestGpu(env_, baseline.job_gpus, &judged);
-    if (!busiest || *busiest >= kIdleUtilizationPercent) {
-        spdlog::debug("autoheal: agent: job {}: no progress for {} s, GPUs not idle ({})",
-                      ctx.job_id, idle, busiest ? std::to_string(*busiest) + "%" : "unknown");
+    const std::optional<GpuActivity> gpus = JobGpuActivity(env_, baseline.job_gpus);
+    if (!gpus || gpus->working) {
+        spdlog::debug(
+            "autoheal: agent: job {}: no progress for {} s, GPUs working ({})", ctx.job_id, idle,
+            gpus
+                ? std::to_string(gpus->gpu) + "% busy, memory " + std::to_string(gpus->memory) + "%"
+                : "unknown");
         return false;
     }
-    *hang = HangEvidence(timeout, idle, judged, *busiest);
+    *hang = HangEvidence(timeout, idle, *gpus);
     return true;
 }
 

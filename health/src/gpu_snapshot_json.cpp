@@ -65,6 +65,7 @@ json GpuToJson(const GpuSnapshot& g) {
     PutOptional(j, "memory_used_bytes", g.memory_used_bytes);
     PutOptional(j, "memory_total_bytes", g.memory_total_bytes);
     PutOptional(j, "utilization_gpu", g.utilization_gpu);
+    PutOptional(j, "utilization_memory", g.utilization_memory);
     j["errors"] = g.errors;
     return j;
 }
@@ -206,6 +207,7 @@ bool ReadGpu(const json& j, GpuSnapshot* g) {
     r.Get("memory_used_bytes", &g->memory_used_bytes);
     r.Get("memory_total_bytes", &g->memory_total_bytes);
     r.Get("utilization_gpu", &g->utilization_gpu);
+    r.Get("utilization_memory", &g->utilization_memory);
     r.Get("errors", &g->errors);
     return r.ok();
 }

@@ -370,6 +370,7 @@ class GpuReader {
         nvmlUtilization_t utilization = {};
         if (AUTOHEAL_NVML_CALL(nvmlDeviceGetUtilizationRates, &utilization)) {
             gpu_.utilization_gpu = utilization.gpu;
+            gpu_.utilization_memory = utilization.memory;
         }
     }
 

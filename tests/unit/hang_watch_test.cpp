@@ -35,15 +35,15 @@ class HangWatchTest : public ::testing::Test {
         t.health.nvml_timeout_seconds = 5;
         agent.hang_check_seconds = 10;
         agent.hang_dump_wait_seconds = 20;
-        Gpus(0);
+        Gpus(0, 0);
     }
     void TearDown() override { ::unsetenv("AUTOHEAL_FAKE_GPU_SCENARIO"); }
 
-    // The node's one GPU (minor 0) at `util` percent.
-    void Gpus(unsigned util) {
+    // The node's one GPU (minor 0) at `util` percent busy, its memory at `memory` percent.
+    void Gpus(unsigned util, unsigned memory) {
         const fs::path scenario = t.dir / "gpus.json";
         std::ofstream(scenario) << R"({"gpus": [{"minor": 0, "utilization": {"gpu": )" << util
-                                << "}}]}";
+                                << R"(, "memory": )" << memory << "}}]}";
         ::setenv("AUTOHEAL_FAKE_GPU_SCENARIO", scenario.c_str(), 1);
     }
     // A job running on `nodes` (batch host: the first), whose prologs recorded these options and
@@ -159,10 +159,10 @@ TEST_F(HangWatchTest, BusyGpusOrAGrowingOutputAreNoHang) {
     RunningJob(42, {"node1"}, Options(3, 60));
     const AgentEnv env = Env("node1");
     HangWatch watch(env);
-    Gpus(90);
+    Gpus(90, 40);  // kernels running, memory moving: working
     Stall(watch, 61);
     EXPECT_EQ(t.slurm.Count("requeue"), 0);
-    Gpus(0);
+    Gpus(0, 0);
     t.clock.Advance(std::chrono::seconds(30));
     Output("step 2\n");  // progress: the output grew
     t.clock.Advance(std::chrono::seconds(40));
@@ -174,6 +174,23 @@ TEST_F(HangWatchTest, BusyGpusOrAGrowingOutputAreNoHang) {
     t.clock.Advance(std::chrono::seconds(30));
     watch.Poll();
     EXPECT_EQ(t.slurm.Count("requeue"), 1);
+}
+
+// A rank stuck in a collective spins an NCCL kernel: NVML shows its GPU fully busy, but its
+// memory at rest. That is no work: the job is hung all the same.
+TEST_F(HangWatchTest, AGpuSpinningWithItsMemoryAtRestIsNoWork) {
+    RunningJob(42, {"node1"}, Options(3, 60));
+    const AgentEnv env = Env("node1");
+    HangWatch watch(env);
+    Gpus(100, 0);
+    const std::string log = Stall(watch, 61);
+    EXPECT_EQ(t.slurm.Count("requeue"), 1) << log;
+    auto rec = Record("42", "node1");
+    ASSERT_TRUE(rec);
+    ASSERT_EQ(rec->job_output.items.size(), 1u);
+    EXPECT_EQ(rec->job_output.items[0].Field("util"), "100");
+    EXPECT_EQ(rec->job_output.items[0].Field("mem_util"), "0");
+    EXPECT_FALSE(AnyDrained());
 }
 
 TEST_F(HangWatchTest, ANewCheckpointIsProgress) {

@@ -5,9 +5,10 @@
 // - on the job's batch host only: its output files and its checkpoint folder's newest entry
 //   are looked at (job_files_probe.h: stat only, as the user, in a bounded child); when nothing
 //   has advanced for the timeout (the newest mtime, a change of the output's size seen by this
-//   agent, and the job's start, whichever is latest) and the job's GPUs on this node are idle by
-//   NVML (utilization below kIdleUtilizationPercent in a bounded child; NVML that cannot tell
-//   means not idle), the job is hung: a `job-hang` evidence item of the job's own files;
+//   agent, and the job's start, whichever is latest) and the job's GPUs on this node do no work
+//   by NVML (in a bounded child), each either idle or spinning (utilization or memory
+//   utilization below kIdleUtilizationPercent; NVML that cannot tell means working), the job is
+//   hung: a `job-hang` evidence item of the job's own files;
 // - when the run has flight recorder folders (the SPANK plugin's, FlightRecorderDir), the dumps
 //   are asked for first: the run's agent record is written with dump_requested, every agent of
 //   the job's nodes writes to its own node's rank pipes (FIFOs are local to a host), and the
@@ -31,7 +32,9 @@
 
 namespace autoheal::agent {
 
-// A GPU whose utilization is below this (percent) runs no kernel to speak of.
+// A GPU whose utilization is below this (percent) runs no kernel to speak of; one whose memory
+// utilization is below it moves no data, whatever its kernels: a rank stuck in a collective
+// spins an NCCL kernel on a flag, so NVML shows it near 100% busy with its memory at rest.
 inline constexpr unsigned kIdleUtilizationPercent = 5;
 
 class HangWatch {

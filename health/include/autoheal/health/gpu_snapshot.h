@@ -60,6 +60,8 @@ struct GpuSnapshot {
     std::optional<std::uint64_t> memory_used_bytes;
     std::optional<std::uint64_t> memory_total_bytes;
     std::optional<unsigned> utilization_gpu;  // percent of the last sample period a kernel ran
+    // Percent of the last sample period device memory was read or written.
+    std::optional<unsigned> utilization_memory;
 
     std::vector<std::string> errors;  // "nvmlDeviceGetRemappedRows: Not Supported", ...
 };
