@@ -84,8 +84,8 @@ std::array<spank_option, 4> options_table{{
      1, kHealthCheck, OptionCallback},
     {const_cast<char*>("hang-timeout"), const_cast<char*>("DURATION|off"),
      const_cast<char*>("[autoheal] treat the job as hung when its output and checkpoints have "
-                       "not advanced for DURATION (20m, 2h) and its GPUs are idle (default: the "
-                       "site's setting)"),
+                       "not advanced for DURATION (20m, 2h) and its GPUs do no work (default: "
+                       "the site's setting)"),
      1, kHangTimeout, OptionCallback},
 }};
 
