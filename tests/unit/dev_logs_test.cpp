@@ -41,6 +41,17 @@ const std::map<std::string, const char*>& DisputedLabels() {
     return kDisputed;
 }
 
+// Labels that disagree with each other, so one rule cannot meet both; they are not disputed
+// and count as misses where the shipped plan follows the other side:
+//   - Xid 79, first occurrence: dev-026 [drain, reboot]; dev2-001/003/013 [reboot] (the
+//     catalog's RESTART_BM). The rule keeps [drain, reboot]: the remediation layer and the
+//     cluster tests (breaker, switch correlation, e2e) are built on it.
+//   - IB retry-exceeded / port errors: dev-009/010 [network_ticket]; dev2-005/018/039 [drain,
+//     network_ticket] (FAILURES.md "drain_network_check"). The rules keep [network_ticket].
+//   - CUDA "uncorrectable ECC" in job output: dev-030/032, dev2-041 [reset_gpu]; dev-029/031
+//     [drain, reset_gpu]; dev2-004 [drain].
+//   - Slurm prolog failure: dev-047 unknown/requeue, dev2-038 dependency/no requeue.
+
 // Floors: the figures measured when the rules last changed (see the commit that set them).
 constexpr int kFloorCause1 = 57, kFloorPlan1 = 59, kFloorRequeue1 = 56;
 constexpr int kFloorCause2 = 35, kFloorPlan2 = 28, kFloorRequeue2 = 35, kFloorCulprit2 = 15;
