@@ -1,6 +1,6 @@
 // Golden tests: tests/fixtures/classify/NAME.log is classified and compared with NAME.json,
 // which lists only the keys it cares about (cause, actions, requeue, rule, culprit.gpu,
-// culprit.rank, culprit.node, and "node" / "job" / "history" inputs).
+// culprit.gpu_index, culprit.rank, culprit.node, and "node" / "job" / "history" inputs).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -73,6 +73,10 @@ TEST_P(ClassifyFixture, MatchesExpectation) {
         }
         if (c.contains("node")) {
             EXPECT_EQ(d.culprit.node, c["node"].get<std::string>());
+        }
+        if (c.contains("gpu_index")) {
+            ASSERT_TRUE(d.culprit.gpu_index.has_value());
+            EXPECT_EQ(*d.culprit.gpu_index, c["gpu_index"].get<int>());
         }
         if (c.contains("rank")) {
             ASSERT_TRUE(d.culprit.rank.has_value());

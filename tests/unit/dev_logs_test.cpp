@@ -29,13 +29,32 @@ const std::map<std::string, const char*>& DisputedLabels() {
          "`nvidia-smi topo -m` showing SYS between two GPUs is a topology table, not an error: "
          "nothing in it says the image lacks the NVLink bridge driver"},
         {"dev2-037", "a Python thread dump of an idle main thread: no evidence of any cause"},
+        // The culprit field names what the excerpt itself names (shared/data/README.md); these
+        // name a host that appears only in the thread, never in the excerpt's lines.
+        {"dev2-020", "culprit node `longma` is not in the excerpt (a BMC SEL line, no host)"},
+        {"dev2-021", "culprit node `dulcy` is not in the excerpt (a SEL row and a PSU table)"},
+        {"dev2-022", "culprit node `smaug` is not in the excerpt (an iLO IML line, no host)"},
+        {"dev2-032", "culprit node `c002` is not in the excerpt (a quoted slurmstepd line)"},
+        {"dev2-033",
+         "culprit node `smc3-m11.colo.seagate.com` is not in the excerpt (dmesg lines, no host)"},
     };
     return kDisputed;
 }
 
+// Labels that disagree with each other, so one rule cannot meet both; they are not disputed
+// and count as misses where the shipped plan follows the other side:
+//   - Xid 79, first occurrence: dev-026 [drain, reboot]; dev2-001/003/013 [reboot] (the
+//     catalog's RESTART_BM). The rule keeps [drain, reboot]: the remediation layer and the
+//     cluster tests (breaker, switch correlation, e2e) are built on it.
+//   - IB retry-exceeded / port errors: dev-009/010 [network_ticket]; dev2-005/018/039 [drain,
+//     network_ticket] (FAILURES.md "drain_network_check"). The rules keep [network_ticket].
+//   - CUDA "uncorrectable ECC" in job output: dev-030/032, dev2-041 [reset_gpu]; dev-029/031
+//     [drain, reset_gpu]; dev2-004 [drain].
+//   - Slurm prolog failure: dev-047 unknown/requeue, dev2-038 dependency/no requeue.
+
 // Floors: the figures measured when the rules last changed (see the commit that set them).
-constexpr int kFloorCause1 = 57, kFloorPlan1 = 59, kFloorRequeue1 = 55;
-constexpr int kFloorCause2 = 31, kFloorPlan2 = 26, kFloorRequeue2 = 33, kFloorCulprit2 = 9;
+constexpr int kFloorCause1 = 57, kFloorPlan1 = 59, kFloorRequeue1 = 56;
+constexpr int kFloorCause2 = 35, kFloorPlan2 = 28, kFloorRequeue2 = 35, kFloorCulprit2 = 15;
 
 struct Record {
     std::string id;

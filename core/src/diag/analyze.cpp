@@ -37,7 +37,9 @@ void FillHost(Evidence* e) {
         e->SetField("host", std::string(line.host));
         return;
     }
-    static const RE2 kNccl(R"(^([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
+    // A host masked in a paste keeps its leading dots ("...-48:34050:34121 [0]").
+    static const RE2 kNccl(
+        R"(^(\.{2,}[A-Za-z0-9._-]+|[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
     static const RE2 kTagged(
         R"([\s>:]([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL )");
     std::string host;
@@ -61,7 +63,10 @@ std::string NvlinkClass(std::uint32_t reg) {
     if (any({21, 22})) return "signal_integrity";
     if (any({27, 29})) return "other";
     if (any({1, 20})) return "sympathetic";
-    return "ignore";  // only bits 0, 23, 30 (or none)
+    // No bit set: the catalog's decode of the first register says nothing (the error is in
+    // another register), so the driver's own word for the line stands, not "ignore".
+    if (reg == 0) return "none";
+    return "ignore";  // only bits 0, 23, 30
 }
 
 // Xid 74 and 144-150 lines end with seven hex registers: "(0x025001c6 0x00000000 ...)" or
@@ -118,6 +123,14 @@ Evidence Derived(const std::string& signature, const Evidence& at, std::string t
     d.line = at.line;
     d.text = std::move(text);
     return d;
+}
+
+// Appends evidence an analyzer derived, each counted once.
+void AddDerived(std::vector<Evidence> derived, EvidenceSet* set) {
+    for (Evidence& d : derived) {
+        set->counts.emplace_back(d.signature, 1);
+        set->items.push_back(std::move(d));
+    }
 }
 
 void AnalyzeNccl(EvidenceSet* set) {
@@ -216,10 +229,7 @@ void AnalyzeNccl(EvidenceSet* set) {
             }
         }
     }
-    for (Evidence& d : derived) {
-        set->counts.emplace_back(d.signature, 1);
-        set->items.push_back(std::move(d));
-    }
+    AddDerived(std::move(derived), set);
 }
 
 // "Xid 45 ... caused by previous Xid 149": the earlier Xid is the root, on the same GPU, even
@@ -240,10 +250,26 @@ void AnalyzeCausedBy(EvidenceSet* set) {
         d.SetField("role", "root");
         derived.push_back(std::move(d));
     }
-    for (Evidence& d : derived) {
-        set->counts.emplace_back(d.signature, 1);
-        set->items.push_back(std::move(d));
+    AddDerived(std::move(derived), set);
+}
+
+// An Xid another program re-reports (a health agent, the Kubernetes device plugin: the
+// `context-xid-reported-*` signatures) is the same event as the kernel's line: it becomes an xid
+// item (role=reported) so that the catalog's rules read it, without the kernel's own confidence.
+void AnalyzeReportedXids(EvidenceSet* set) {
+    std::vector<Evidence> derived;
+    for (const Evidence& e : set->items) {
+        if (e.signature.rfind("context-xid-reported-", 0) != 0) continue;
+        auto xid = e.Field("xid");
+        if (!xid || xid->empty()) continue;
+        Evidence d = Derived("xid", e, e.text);
+        d.SetField("xid", std::string(*xid));
+        if (auto pci = e.Field("pci"); pci && !pci->empty()) d.SetField("pci", NormalizePci(*pci));
+        if (auto host = e.Field("host")) d.SetField("host", std::string(*host));
+        d.SetField("role", "reported");
+        derived.push_back(std::move(d));
     }
+    AddDerived(std::move(derived), set);
 }
 
 }  // namespace
@@ -269,6 +295,7 @@ void Analyze(EvidenceSet* set) {
         }
     }
     AnalyzeCausedBy(set);
+    AnalyzeReportedXids(set);
     AnalyzeNccl(set);
 }
 

@@ -261,21 +261,27 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     }
     d.culprit.node = options.node;
     if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"host", "node"});
-    d.culprit.gpu = FirstField(evidence, {"pci", "bdf", "gpu"});
+    // A device's PCI id (`bdf`: AER, a NIC's driver) names the GPU only for a GPU cause; a
+    // network adapter's or a bridge's address is not a culprit GPU.
+    const CauseInfo* info = FindCause(d.cause);
+    const bool gpu_cause = info != nullptr && info->category == Category::kGpu;
+    d.culprit.gpu = gpu_cause ? FirstField(evidence, {"pci", "bdf", "gpu"})
+                              : FirstField(evidence, {"pci", "gpu"});
     d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-shell-prompt", "prompt_host", source);
     }
     if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyXidGpu(set, source);
-    const CauseInfo* info = FindCause(d.cause);
-    if (info != nullptr && info->category == Category::kGpu && d.culprit.gpu.empty() &&
-        !d.culprit.gpu_index) {
+    if (gpu_cause && d.culprit.gpu.empty() && !d.culprit.gpu_index) {
         d.culprit.gpu_index =
             SmallNumber(ContextField(set, "context-gpu-index", "gpu_index", source));
     }
     d.culprit.rank = SmallNumber(FirstField(winner->evidence, {"rank", "grank"}));
     ApplyEscalation(rule, options, &d);
+    // A burn-in or benchmark tool's own output: the run tested the node; no job was interrupted,
+    // so there is nothing to requeue (a failed burn-in run elsewhere proves nothing).
+    if (!ContextField(set, "context-burn-in-tool", "tool", source).empty()) d.requeue = false;
     d.actions = NormalizePlan(std::move(d.actions));
     std::sort(evidence.begin(), evidence.end(), [](const Evidence* a, const Evidence* b) {
         return std::tie(a->source, a->line) < std::tie(b->source, b->line);
