@@ -279,6 +279,12 @@ Result<std::vector<SwitchInfo>> SlurmAdapter::Topology() {
     if (autoheal_load_topo(&msg) != SLURM_SUCCESS || msg == nullptr) {
         return SlurmError("load topology");
     }
+    if (!autoheal_topo_printable(msg)) {
+        slurm_free_topo_info_msg(msg);
+        return MakeError(ErrorCode::kUnavailable,
+                         "slurm: topology: the reply could not be unpacked here (Slurm's topology "
+                         "plugin did not load into this program); switches not known");
+    }
     char* text = nullptr;
     std::size_t size = 0;
     FILE* out = open_memstream(&text, &size);

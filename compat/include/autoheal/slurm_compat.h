@@ -92,6 +92,21 @@ static inline int autoheal_load_topo(topo_info_response_msg_t **msg) {
 #endif
 }
 
+/* Whether a loaded topology can be printed. From 23.11 the reply is unpacked by the topology
+ * plugin, which libslurm loads into the caller: 24.11's topology_tree.so needs symbols only
+ * Slurm's own tools carry (libslurmfull's topo_conf), so in any other program its dlopen fails,
+ * the reply comes back without its data, and printing it dereferences NULL. */
+static inline int autoheal_topo_printable(const topo_info_response_msg_t *msg) {
+#if AUTOHEAL_SLURM_AT_LEAST(25, 5)
+    return msg->topo_info != NULL;
+#elif AUTOHEAL_SLURM_AT_LEAST(23, 11)
+    return msg->topo_info != NULL && msg->topo_info->data != NULL;
+#else
+    (void)msg;
+    return 1;
+#endif
+}
+
 /* Prints every record of a loaded topology, one a line ("SwitchName=... Level=... Nodes=..." for
  * a tree, "BlockName=... Nodes=..." for blocks): the one form every release can give. */
 static inline void autoheal_print_topo(FILE *out, topo_info_response_msg_t *msg) {
