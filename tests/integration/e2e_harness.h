@@ -71,7 +71,7 @@ class ConfigOverride {
 // .metadata written last) every 5 steps, resuming from AUTOHEAL_RESUME_CHECKPOINT. When the test
 // creates <fault>-<restart>, the job fails with `message` (as the framework would print it); when
 // it creates <fault>-stall-<restart>, that run stops making progress (no output, no checkpoint)
-// until <fault>-stop.
+// until <fault>-stop. <fault>-stop ends every run; <fault>-stop-<restart> only that one.
 struct TrainingJob {
     std::string name;
     int steps = 60;
@@ -119,9 +119,9 @@ struct TrainingJob {
             "\nMSG\n"
             "    exit 1\n"
             "  fi\n"
-            "  [ -e " +
-            fault() +
-            "-stop ] && break\n"
+            "  if [ -e " +
+            fault() + "-stop ] || [ -e " + fault() +
+            "-stop-${SLURM_RESTART_COUNT:-0} ]; then break; fi\n"
             // A run that stops making progress (no output, no checkpoint) until told to stop.
             "  if [ -e " +
             fault() +
