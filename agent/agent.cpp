@@ -2,8 +2,10 @@
 // autoheal-agent.service): follows the kernel log live and acts on a fault the rules mark
 // `interrupts_job` while the job still runs (agent/include/autoheal/agent/fault_handler.h).
 //   autoheal-agent [--node NAME]     NAME: the node's Slurm name (default: the short hostname)
-// Runs until SIGTERM or SIGINT; writes a heartbeat (state_dir/jobs/agents/<node>.json) every
-// agent.heartbeat_interval. Exits 1 when it cannot start (config, rules), 2 on usage.
+// Samples the power and temperature of the node's jobs' GPUs every agent.sample_interval
+// (agent/include/autoheal/agent/telemetry_sampler.h). Runs until SIGTERM or SIGINT; writes a
+// heartbeat (state_dir/jobs/agents/<node>.json) every agent.heartbeat_interval. Exits 1 when it
+// cannot start (config, rules), 2 on usage.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "autoheal/agent/fault_handler.h"
 #include "autoheal/agent/hang_watch.h"
 #include "autoheal/agent/kernel_follower.h"
+#include "autoheal/agent/telemetry_sampler.h"
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/agent_heartbeat.h"
@@ -47,14 +50,15 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
     const agent::AgentEnv env{config, rc,   rc.tickets,           ac, *engine, slurm,
                               clock,  node, start.settings.health};
     agent::HangWatch hang_watch(env);
+    agent::TelemetrySampler sampler(env);
     // Where it is in the kernel log, in this node's state_dir: a restarted agent reads what came
     // while it was down.
     agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes,
                                    config.state_dir + "/agent-" + node + ".kernel-position");
     rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
-    spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms", node,
+    spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms sample={}s", node,
                  follower.source(), rem::OnFaultName(ac.on_fault),
-                 static_cast<int>(ac.poll_seconds * 1000));
+                 static_cast<int>(ac.poll_seconds * 1000), ac.sample_seconds);
     const auto poll = std::chrono::milliseconds(static_cast<int>(ac.poll_seconds * 1000));
     auto next_beat = std::chrono::steady_clock::now();
     while (g_stop == 0) {
@@ -69,6 +73,9 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
             }
         }
         for (const std::string& d : hang_watch.Poll()) spdlog::warn("autoheal: agent: {}", d);
+        for (const std::string& d : sampler.Poll(hang_watch.running())) {
+            spdlog::warn("autoheal: agent: {}", d);
+        }
         if (lines) {
             auto saved = follower.Save();  // after the lines were handled
             if (!saved) spdlog::warn("autoheal: agent: {}", saved.error());

@@ -20,6 +20,7 @@
 #include "autoheal/remediation/settings.h"
 #include "autoheal/remediation/slurm_adapter.h"
 #include "cli_common.h"
+#include "telemetry_report.h"
 
 namespace autoheal::cli {
 namespace {
@@ -140,10 +141,13 @@ constexpr const char* kIncidentsUsage =
     "  Incidents newest first with the actions taken. --since/--until take a duration back\n"
     "  from now (30m, 12h, 7d) or a date (2026-11-01). --jobs adds each job's own verdict.\n";
 
+// The most GPU power and temperature rows `autoheal node` prints (--json: all in the window).
+constexpr std::size_t kNodeTelemetryRows = 16;
+
 constexpr const char* kNodeUsage =
     "usage: autoheal node NAME [--since 90d] [--json]\n"
-    "  A node's state, incidents, actions and tickets, and its GPUs by serial number with\n"
-    "  their history on any node.\n";
+    "  A node's state, incidents, actions and tickets, its GPUs by serial number with\n"
+    "  their history on any node, and its GPUs' power and temperature in each job.\n";
 
 constexpr const char* kResumeUsage =
     "usage: autoheal resume NODE --reason TEXT [--force]\n"
@@ -402,6 +406,8 @@ int Node(const std::vector<std::string>& argv) {
             }
         }
     }
+    auto telemetry = s->store->GpuTelemetry(*since, name);
+    if (!telemetry) std::fprintf(stderr, "autoheal: node: %s\n", telemetry.error().c_str());
     int unexplained = 0;
     if (auto n = s->store->CountJobRuns(name, "unexplained",
                                         now - s->settings.remediation.lemon.window_seconds)) {
@@ -438,6 +444,7 @@ int Node(const std::vector<std::string>& argv) {
             }
         }
         j["unexplained_job_failures"] = unexplained;
+        j["gpu_telemetry"] = telemetry ? NodeTelemetryJson(*telemetry) : nlohmann::json::array();
         PrintJson(j);
         return 0;
     }
@@ -472,6 +479,7 @@ int Node(const std::vector<std::string>& argv) {
         }
         t.Print(stdout);
     }
+    if (telemetry) PrintNodeTelemetry(*telemetry, kNodeTelemetryRows);
     if (tickets) {
         Table t({"TICKET", "KIND", "OPENED", "STATE", "ATTEMPTS", "SINK"});
         for (const TicketRow& x : *tickets) {

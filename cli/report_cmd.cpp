@@ -9,6 +9,7 @@
 #include "autoheal/remediation/remediation_config.h"
 #include "cli_common.h"
 #include "report.h"
+#include "telemetry_report.h"
 
 namespace autoheal::cli {
 namespace {
@@ -17,9 +18,11 @@ constexpr const char* kReportUsage =
     "usage: autoheal report [--since 30d] [--until DATE] [--html FILE] [--json]\n"
     "                       [--job-nodes N] [--ckpt-interval 1h] [--ckpt-cost 60s]\n"
     "                       [--restart-overhead 10m]\n"
-    "  Interruptions by cause (after Llama 3's Table 5), MTBF, hours lost, repeat offenders and\n"
-    "  the effective training time ratio of an N-node job, from the runs that ended in the\n"
-    "  window. --since/--until take a duration back from now (7d) or a date (2026-11-01, its\n"
+    "  Interruptions by cause (after Llama 3's Table 5), MTBF, hours lost, repeat offenders,\n"
+    "  the effective training time ratio of an N-node job, and GPU power and temperature\n"
+    "  (throttled GPU-hours by cause, the hottest nodes, power swing by hour), from the runs\n"
+    "  that ended in the window. --since/--until take a duration back from now (7d) or a date "
+    "(2026-11-01, its\n"
     "  midnight). --job-nodes: default the largest job in the window, else 1024.\n"
     "  --restart-overhead: used only when none was measured. See docs/report.md.\n";
 
@@ -184,6 +187,14 @@ int Report(const std::vector<std::string>& args) {
     truncated.runs = runs->size() >= static_cast<std::size_t>(remediation::kRunsLimit);
     truncated.incidents = incidents->size() >= static_cast<std::size_t>(query.limit);
     const ReliabilityReport report = ComputeReport(*runs, *incidents, options, truncated);
+    auto gpu_rows = store->GpuTelemetry(options.since, "");
+    if (!gpu_rows) {
+        std::fprintf(stderr, "autoheal: report: %s\n", gpu_rows.error().c_str());
+        return 1;
+    }
+    std::erase_if(*gpu_rows,
+                  [&](const remediation::GpuTelemetryRow& r) { return r.time > options.until; });
+    const TelemetryReport gpus = ComputeTelemetryReport(*gpu_rows);
 
     if (a->values.count("--html") != 0) {
         const std::string path = a->Value("--html");
@@ -197,9 +208,12 @@ int Report(const std::vector<std::string>& args) {
                         report.interruptions);
     }
     if (a->Has("--json")) {
-        std::fputs(ReportJson(report).c_str(), stdout);
+        nlohmann::json j = nlohmann::json::parse(ReportJson(report));
+        j["gpu_telemetry"] = TelemetryReportJson(gpus);
+        std::printf("%s\n", j.dump(2).c_str());
     } else if (a->values.count("--html") == 0) {
         PrintText(report);
+        PrintTelemetryReport(gpus);
     }
     return 0;
 }

@@ -9,7 +9,8 @@
 # of its own), then every benchmark program the build produced (build/bin/bench_*, among them
 # bench_decision: the controller's decision for a 2,048-node job; bench_sim: autoheal simulate's
 # ETTR with and without autoheal on Llama 3's 54 days, sim_ettr_autoheal=... sim_ettr_slurm=...,
-# and its cost at 256, 2,048 and 16,384 nodes). Each prints its own ratios
+# and its cost at 256, 2,048 and 16,384 nodes; bench_telemetry: autoheal-agent's power and
+# temperature sampling of 8 GPUs against its loop without sampling, goal under 0.5% of a core). Each prints its own ratios
 # against a baseline measured in the same run. Exit 1 when any of them fails.
 set -uo pipefail
 build_dir=${1:-build}

@@ -5,8 +5,9 @@
 # an uncorrectable HBM fault (an Xid 64 line in that node's kernel log and a failed row remap
 # in its fake NVML). autoheal diagnoses it, drains the node, opens an RMA ticket, requeues the
 # job excluding the node, and the job resumes from its last complete checkpoint. The demo prints
-# the timeline, then a node with a failing GPU that the prolog keeps from running a job, then the
-# admin's view (autoheal status, incidents, node, tickets, metrics), then the repair (autoheal
+# the timeline, then a node with a failing GPU that the prolog keeps from running a job, then a
+# GPU slower than its peers named at the end of a job (autoheal-agent's power and temperature
+# samples), then the admin's view (autoheal status, incidents, node, tickets, metrics), then the repair (autoheal
 # resume). It exits non-zero, naming the step, when any part of the story does not happen.
 set -euo pipefail
 build_dir=$(cd "${1:-build}" && pwd)
@@ -180,7 +181,33 @@ done
 echo "job $job2: never started there; Slurm requeued it: $(job_field "$job2" JobState) ($(job_field "$job2" Reason)), it may only run on $other"
 scancel "$job2"
 
-say "5. the admin's view"
+say "5. a GPU that ran slower than its peers, named at the end of its job"
+third=$(for n in node1 node2 node3 node4; do [ "$n" = "$node" ] || [ "$n" = "$other" ] || echo "$n"; done | head -n 1)
+cat >"$cluster/lib/fake-gpu/scenarios/$third.json" <<'JSON'
+{"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0", "telemetry": {"sm_clock_mhz": 1980}},
+          {"minor": 1, "pci_bus_id": "0000:5d:00.0", "temperature_c": 52,
+           "telemetry": {"sm_clock_mhz": 1410, "power_watts": 450, "power_swing_watts": 120,
+                         "period_seconds": 4}}]}
+JSON
+echo "$third's fake GPU 1 runs at 1410 MHz, its peer at 1980 MHz; autoheal-agent samples both every second"
+"$cluster/bin/start-agents"
+echo "$user\$ sbatch -N 1 -w $third --gpus-per-node=2 --wrap 'sleep 5'"
+job3=$(as_user sbatch --parsable -N 1 -w "$third" --gpus-per-node=2 -o /dev/null --wrap 'sleep 5')
+deadline=$((SECONDS + 60))
+until inc=$(autoheal incidents --since 1h --job "$job3" --node "$third" --json 2>/dev/null) &&
+    [ "$(json 'len(d)' <<<"$inc")" -gt 0 ]; do
+    [ $SECONDS -lt $deadline ] || fail "job $job3's straggler was not named ($(job_field "$job3" JobState))"
+    sleep 0.5
+done
+json '"job '"$job3"' on '"$third"': cause=%s rule=%s gpu=%s (notify: nothing taken out)\n  %s" % (d[0]["cause"], d[0]["rule"], d[0]["gpu"], (d[0]["evidence"] or [{}])[0].get("text", ""))' <<<"$inc"
+[ "$(json 'd[0]["gpu"]' <<<"$inc")" = 0000:5d:00.0 ] || fail "the straggler named is not GPU 1 of $third"
+for f in "$cluster"/run/agent-supervisor-node*.pid "$cluster"/run/agent-node*.pid; do
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+done
+rm -f "$cluster/lib/fake-gpu/scenarios/$third.json"
+
+say "6. the admin's view"
 run autoheal status
 echo
 run autoheal incidents --since 1h
@@ -197,7 +224,7 @@ if autoheal help 2>/dev/null | grep -q '^  report'; then
     echo "(open $work/report.html in a browser)"
 fi
 
-say "6. after the repair: the admin returns the nodes"
+say "7. after the repair: the admin returns the nodes"
 rm -f "$cluster/lib/fake-gpu/scenarios/$node.json" "$cluster/lib/fake-gpu/scenarios/$other.json"
 run autoheal resume "$node" --reason "GPU 0 replaced (RMA)"
 run autoheal resume "$other" --reason "GPU 0 replaced"

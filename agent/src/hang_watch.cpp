@@ -32,10 +32,7 @@ std::int64_t SteadyMs(rem::Clock& clock) {
 
 // The job's prolog baseline on this node (its options and GPUs); none: not opted in.
 rem::PrologBaseline BaselineOf(const AgentEnv& env, const std::string& job) {
-    auto text =
-        ReadSmallFile(rem::PrologFile(env.config.state_dir, job, env.node), rem::kMaxRecordBytes);
-    if (!text) return {};
-    auto baseline = rem::PrologBaselineFromJson(*text);
+    auto baseline = rem::ReadPrologBaseline(env.config.state_dir, job, env.node);
     return baseline ? *baseline : rem::PrologBaseline{};
 }
 
@@ -119,6 +116,7 @@ std::vector<std::string> HangWatch::Poll() {
         if (it != jobs_.end()) kept[job.id] = std::move(it->second);
     }
     jobs_ = std::move(kept);
+    running_ = *jobs;
     for (const rem::JobInfo& job : *jobs) Look(job, &done);
     return done;
 }

@@ -371,7 +371,8 @@ Result<bool> SubmitSettingsReader::Child(const std::string& section, const Entry
     const bool read = name == "policy.max_auto_resume" || name == "policy.quarantine_file" ||
                       name == "policy.quarantine_max_nodes" ||
                       name == "policy.quarantine_max_fraction" ||
-                      name == "policy.quarantine_max_hours" || name == "health.allow_off";
+                      name == "policy.quarantine_max_hours" || name == "policy.flight_recorder" ||
+                      name == "health.allow_off";
     if (!read) {
         if (section == "health") return true;  // health/ reads the rest
         return At(e, e.key_column, "unknown setting '" + name + "'");
@@ -402,6 +403,10 @@ Result<bool> SubmitSettingsReader::Child(const std::string& section, const Entry
         const auto f = scalar ? ScanFraction(v) : std::nullopt;
         if (!f) return Bad(e, name, "a number from 0 to 1");
         out_.policy.quarantine_max_fraction = *f;
+    } else if (name == "policy.flight_recorder") {
+        const auto policy = scalar ? FlightRecorderPolicyFromName(v) : std::nullopt;
+        if (!policy) return Bad(e, name, "auto-resume, on or off");
+        out_.policy.flight_recorder = *policy;
     } else if (name == "policy.quarantine_file") {
         if (!scalar || v.empty() || v.front() != '/') return Bad(e, name, "an absolute path");
         out_.policy.quarantine_file = v;

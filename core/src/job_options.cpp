@@ -176,6 +176,26 @@ Result<std::int64_t> ParseHangTimeout(std::string_view value) {
     return *seconds;
 }
 
+Result<bool> ParseFlightRecorder(std::string_view value) {
+    if (value == "on") return true;
+    if (value == "off") return false;
+    return MakeError("--flight-recorder: invalid value " + Quote(value) +
+                     ": allowed values are on, off");
+}
+
+std::optional<FlightRecorderPolicy> FlightRecorderPolicyFromName(std::string_view name) {
+    if (name == "auto-resume") return FlightRecorderPolicy::kAutoResume;
+    if (name == "on") return FlightRecorderPolicy::kOn;
+    if (name == "off") return FlightRecorderPolicy::kOff;
+    return std::nullopt;
+}
+
+bool FlightRecorderWanted(const JobOptions& options, FlightRecorderPolicy site) {
+    if (site == FlightRecorderPolicy::kOff) return false;
+    if (options.flight_recorder) return *options.flight_recorder;
+    return site == FlightRecorderPolicy::kOn || options.auto_resume.has_value();
+}
+
 namespace {
 
 using EnvPairs = std::vector<std::pair<std::string, std::string>>;
@@ -183,6 +203,7 @@ using EnvPairs = std::vector<std::pair<std::string, std::string>>;
 constexpr std::string_view kFieldAutoResume = "auto_resume=";
 constexpr std::string_view kFieldHealthCheck = "health_check=";
 constexpr std::string_view kFieldHangTimeout = "hang_timeout=";
+constexpr std::string_view kFieldFlightRecorder = "flight_recorder=";
 constexpr std::string_view kFieldCkptDir = "ckpt_dir=";
 
 // The raw values of an options record (kEnvOptions), not yet parsed.
@@ -190,6 +211,7 @@ struct RecordFields {
     std::optional<std::string> auto_resume;
     std::optional<std::string> health_check;
     std::optional<std::string> hang_timeout;
+    std::optional<std::string> flight_recorder;
     std::optional<std::string> ckpt_dir;
 };
 
@@ -206,14 +228,15 @@ Result<RecordFields> SplitRecord(std::string_view record) {
     take(kFieldAutoResume, &fields.auto_resume);
     take(kFieldHealthCheck, &fields.health_check);
     take(kFieldHangTimeout, &fields.hang_timeout);
+    take(kFieldFlightRecorder, &fields.flight_recorder);
     if (rest.starts_with(kFieldCkptDir)) {
         fields.ckpt_dir = std::string(rest.substr(kFieldCkptDir.size()));
         rest = {};
     }
     if (!rest.empty()) {
         return MakeError(std::string(kEnvOptions) + ": malformed record at " + Quote(rest) +
-                         ": expected auto_resume=, health_check=, hang_timeout=, ckpt_dir= in that "
-                         "order");
+                         ": expected auto_resume=, health_check=, hang_timeout=, "
+                         "flight_recorder=, ckpt_dir= in that order");
     }
     return fields;
 }
@@ -230,6 +253,7 @@ EnvPairs ToJobControlEnv(const JobOptions& options) {
     if (options.auto_resume) add(kFieldAutoResume, std::to_string(*options.auto_resume));
     if (options.health_check) add(kFieldHealthCheck, HealthTierName(*options.health_check));
     if (options.hang_timeout) add(kFieldHangTimeout, std::to_string(*options.hang_timeout));
+    if (options.flight_recorder) add(kFieldFlightRecorder, *options.flight_recorder ? "on" : "off");
     if (options.ckpt_dir) add(kFieldCkptDir, *options.ckpt_dir);
     if (record.empty()) return {};
     return {{std::string(kEnvOptions), record}};
@@ -246,6 +270,9 @@ EnvPairs ToJobScriptEnv(const JobOptions& options) {
     }
     if (options.hang_timeout) {
         env.emplace_back(kScriptEnvHangTimeout, std::to_string(*options.hang_timeout));
+    }
+    if (options.flight_recorder) {
+        env.emplace_back(kScriptEnvFlightRecorder, *options.flight_recorder ? "on" : "off");
     }
     return env;
 }
@@ -264,39 +291,26 @@ JobOptions JobOptionsFromEnv(const EnvLookup& lookup, std::string_view prefix,
         report(fields.error());
         return options;
     }
-    if (fields->auto_resume) {
-        auto parsed = ParseAutoResume(std::string_view(*fields->auto_resume), limits);
+    // Each recorded value through its option's own parser: kept when valid, else reported.
+    auto read = [&](const std::optional<std::string>& raw, auto parse, auto* out) {
+        if (!raw) return;
+        auto parsed = parse(std::string_view(*raw));
         if (parsed) {
-            options.auto_resume = *parsed;
+            *out = *parsed;
         } else {
             report(parsed.error());
         }
-    }
-    if (fields->ckpt_dir) {
-        // Recorded values are already absolute; a relative one is refused here.
-        auto parsed = ParseCkptDir(*fields->ckpt_dir, "");
-        if (parsed) {
-            options.ckpt_dir = *parsed;
-        } else {
-            report(parsed.error());
-        }
-    }
-    if (fields->health_check) {
-        auto parsed = ParseHealthCheck(*fields->health_check);
-        if (parsed) {
-            options.health_check = *parsed;
-        } else {
-            report(parsed.error());
-        }
-    }
-    if (fields->hang_timeout) {
-        auto parsed = ParseHangTimeout(*fields->hang_timeout);
-        if (parsed) {
-            options.hang_timeout = *parsed;
-        } else {
-            report(parsed.error());
-        }
-    }
+    };
+    read(
+        fields->auto_resume, [&](std::string_view v) { return ParseAutoResume(v, limits); },
+        &options.auto_resume);
+    // Recorded values are already absolute; a relative one is refused here.
+    read(
+        fields->ckpt_dir, [](std::string_view v) { return ParseCkptDir(v, ""); },
+        &options.ckpt_dir);
+    read(fields->health_check, ParseHealthCheck, &options.health_check);
+    read(fields->hang_timeout, ParseHangTimeout, &options.hang_timeout);
+    read(fields->flight_recorder, ParseFlightRecorder, &options.flight_recorder);
     return options;
 }
 

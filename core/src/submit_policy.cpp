@@ -89,6 +89,7 @@ SubmitPolicy SubmitPolicyFromSettings(const SubmitSettings& settings,
     policy.quarantine_max_nodes = settings.policy.quarantine_max_nodes;
     policy.quarantine_max_fraction = settings.policy.quarantine_max_fraction;
     policy.quarantine_max_seconds = std::int64_t{settings.policy.quarantine_max_hours} * 3600;
+    policy.flight_recorder = settings.policy.flight_recorder;
     return policy;
 }
 
@@ -142,6 +143,13 @@ SubmitDecision DecideOnSubmit(const JobOptions& options, const SubmitPolicy& pol
     }
     if (options.health_check == HealthTier::kOff && !policy.allow_health_off) {
         decision.refusal = "autoheal: --health-check=off is not allowed on this cluster";
+        return decision;
+    }
+    if (options.flight_recorder == true && policy.flight_recorder == FlightRecorderPolicy::kOff) {
+        decision.refusal =
+            "autoheal: --flight-recorder=on is not allowed on this cluster "
+            "(policy.flight_recorder: "
+            "off)";
         return decision;
     }
     std::vector<std::string> notes;

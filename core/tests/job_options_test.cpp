@@ -81,6 +81,39 @@ TEST(ParseHangTimeout, RefusesOthersNamingTheOptionAndTheRange) {
     }
 }
 
+TEST(ParseFlightRecorder, TakesOnOrOffAndRefusesTheRestNamingTheOption) {
+    EXPECT_EQ(*ParseFlightRecorder("on"), true);
+    EXPECT_EQ(*ParseFlightRecorder("off"), false);
+    for (const char* bad : {"", "yes", "ON", "1", "on "}) {
+        auto r = ParseFlightRecorder(bad);
+        ASSERT_FALSE(r) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("--flight-recorder: invalid value")) << bad;
+        EXPECT_THAT(r.error(), HasSubstr("allowed values are on, off")) << bad;
+    }
+}
+
+// The site's default decides only for jobs that did not say; a site that turned the recorder off
+// is never overruled (job_submit also refuses --flight-recorder=on there).
+TEST(FlightRecorderWanted, JobsChoiceThenTheSitesDefault) {
+    const JobOptions plain{};
+    const JobOptions resume{.auto_resume = 3};
+    const JobOptions on{.flight_recorder = true};
+    const JobOptions resume_off{.auto_resume = 3, .flight_recorder = false};
+    using P = FlightRecorderPolicy;
+    EXPECT_FALSE(FlightRecorderWanted(plain, P::kAutoResume));
+    EXPECT_TRUE(FlightRecorderWanted(resume, P::kAutoResume));
+    EXPECT_TRUE(FlightRecorderWanted(on, P::kAutoResume));
+    EXPECT_FALSE(FlightRecorderWanted(resume_off, P::kAutoResume));
+    EXPECT_TRUE(FlightRecorderWanted(plain, P::kOn));
+    EXPECT_FALSE(FlightRecorderWanted(resume_off, P::kOn));
+    EXPECT_FALSE(FlightRecorderWanted(resume, P::kOff));
+    EXPECT_FALSE(FlightRecorderWanted(on, P::kOff));
+    EXPECT_EQ(FlightRecorderPolicyFromName("auto-resume"), P::kAutoResume);
+    EXPECT_EQ(FlightRecorderPolicyFromName("on"), P::kOn);
+    EXPECT_EQ(FlightRecorderPolicyFromName("off"), P::kOff);
+    EXPECT_FALSE(FlightRecorderPolicyFromName("true"));
+}
+
 TEST(ParseCkptDir, KeepsAbsoluteAndNormalises) {
     EXPECT_EQ(*ParseCkptDir("/scratch/run7", "/home/u"), "/scratch/run7");
     EXPECT_EQ(*ParseCkptDir("/scratch//run7/./a/../", "/home/u"), "/scratch/run7");
@@ -124,12 +157,14 @@ TEST(JobControlEnv, OneRecordRoundTripsThroughSpankPrefix) {
     JobOptions options{.auto_resume = 3,
                        .ckpt_dir = "/scratch/a b;c=d",
                        .health_check = HealthTier::kFull,
-                       .hang_timeout = 1200};
+                       .hang_timeout = 1200,
+                       .flight_recorder = false};
     std::map<std::string, std::string, std::less<>> env;
     for (auto& [k, v] : ToJobControlEnv(options)) env["SPANK_" + k] = v;
     EXPECT_EQ(env.size(), 1u);
     EXPECT_EQ(env.at("SPANK_AUTOHEAL_OPTIONS"),
-              "auto_resume=3;health_check=full;hang_timeout=1200;ckpt_dir=/scratch/a b;c=d");
+              "auto_resume=3;health_check=full;hang_timeout=1200;flight_recorder=off;"
+              "ckpt_dir=/scratch/a b;c=d");
     std::vector<std::string> problems;
     auto back = JobOptionsFromEnv(
         [&](std::string_view name) -> std::optional<std::string> {
@@ -169,13 +204,17 @@ TEST(JobControlEnv, MalformedRecordsAreReportedAndIgnored) {
 }
 
 TEST(JobControlEnv, JobScriptsSeeTheDocumentedNames) {
-    JobOptions options{.auto_resume = 2, .ckpt_dir = "/c", .health_check = HealthTier::kQuick};
+    JobOptions options{.auto_resume = 2,
+                       .ckpt_dir = "/c",
+                       .health_check = HealthTier::kQuick,
+                       .flight_recorder = true};
     EXPECT_THAT(
         ToJobScriptEnv(options),
         ::testing::ElementsAre(
             std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_AUTO_RESUME", "2"},
             std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_CKPT_DIR", "/c"},
-            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_HEALTH_CHECK", "quick"}));
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_HEALTH_CHECK", "quick"},
+            std::pair<std::string, std::string>{"SLURM_SPANK_AUTOHEAL_FLIGHT_RECORDER", "on"}));
 }
 
 TEST(JobControlEnv, UnsetOptionsRecordNothing) {
@@ -187,7 +226,8 @@ TEST(JobControlEnv, DropsAndReportsTamperedValues) {
     auto back = JobOptionsFromEnv(
         [](std::string_view name) -> std::optional<std::string> {
             if (name == kEnvOptions) {
-                return "auto_resume=lots;health_check=quick;hang_timeout=forever;ckpt_dir=rel/dir";
+                return "auto_resume=lots;health_check=quick;hang_timeout=forever;"
+                       "flight_recorder=yes;ckpt_dir=rel/dir";
             }
             return std::nullopt;
         },
@@ -195,8 +235,9 @@ TEST(JobControlEnv, DropsAndReportsTamperedValues) {
     EXPECT_FALSE(back.auto_resume.has_value());
     EXPECT_FALSE(back.ckpt_dir.has_value());
     EXPECT_FALSE(back.hang_timeout.has_value());
+    EXPECT_FALSE(back.flight_recorder.has_value());
     EXPECT_EQ(back.health_check, HealthTier::kQuick);
-    ASSERT_EQ(problems.size(), 3u);
+    ASSERT_EQ(problems.size(), 4u);
     EXPECT_THAT(problems[0], HasSubstr("--auto-resume: invalid value 'lots'"));
     EXPECT_THAT(problems[1], HasSubstr("--ckpt-dir"));
     EXPECT_THAT(problems[2], HasSubstr("--hang-timeout: invalid value 'forever'"));

@@ -136,6 +136,31 @@ TEST(DecideOnSubmit, HealthCheckOffRefusedOnlyWhenTheClusterSaysSo) {
             .refused());
 }
 
+TEST(DecideOnSubmit, FlightRecorderOnRefusedOnlyWhereTheSiteTurnedItOff) {
+    const JobOptions on{.flight_recorder = true};
+    SubmitPolicy off = Policy();
+    off.flight_recorder = FlightRecorderPolicy::kOff;
+    EXPECT_EQ(DecideOnSubmit(on, off, {}, kNow).refusal,
+              "autoheal: --flight-recorder=on is not allowed on this cluster "
+              "(policy.flight_recorder: off)");
+    EXPECT_FALSE(DecideOnSubmit(JobOptions{.flight_recorder = false}, off, {}, kNow).refused());
+    EXPECT_FALSE(DecideOnSubmit(on, Policy(), {}, kNow).refused());
+}
+
+TEST(SubmitPolicyFromSettings, ReadsTheFlightRecorderDefault) {
+    auto settings = ScanSubmitSettings("policy:\n  flight_recorder: off\n", "a.yaml");
+    ASSERT_TRUE(settings.ok()) << settings.error();
+    EXPECT_EQ(SubmitPolicyFromSettings(*settings, {}).flight_recorder, FlightRecorderPolicy::kOff);
+    settings = ScanSubmitSettings("state_dir: /x\n", "a.yaml");
+    ASSERT_TRUE(settings.ok()) << settings.error();
+    EXPECT_EQ(SubmitPolicyFromSettings(*settings, {}).flight_recorder,
+              FlightRecorderPolicy::kAutoResume);
+    settings = ScanSubmitSettings("policy:\n  flight_recorder: yes\n", "a.yaml");
+    ASSERT_FALSE(settings.ok());
+    EXPECT_EQ(settings.error(),
+              "a.yaml:2:20: policy.flight_recorder: expected auto-resume, on or off");
+}
+
 TEST(DecideOnSubmit, UnexpiredQuarantinedNodesAreExcluded) {
     auto policy = Policy(10, true,
                          {{"node1", kNow + 60, "autoheal: faulty_gpu"},

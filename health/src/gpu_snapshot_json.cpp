@@ -66,6 +66,10 @@ json GpuToJson(const GpuSnapshot& g) {
     PutOptional(j, "memory_total_bytes", g.memory_total_bytes);
     PutOptional(j, "utilization_gpu", g.utilization_gpu);
     PutOptional(j, "utilization_memory", g.utilization_memory);
+    PutOptional(j, "power_mw", g.power_mw);
+    PutOptional(j, "sm_clock_mhz", g.sm_clock_mhz);
+    PutOptional(j, "power_violation_ns", g.power_violation_ns);
+    PutOptional(j, "thermal_violation_ns", g.thermal_violation_ns);
     j["errors"] = g.errors;
     return j;
 }
@@ -208,6 +212,10 @@ bool ReadGpu(const json& j, GpuSnapshot* g) {
     r.Get("memory_total_bytes", &g->memory_total_bytes);
     r.Get("utilization_gpu", &g->utilization_gpu);
     r.Get("utilization_memory", &g->utilization_memory);
+    r.Get("power_mw", &g->power_mw);
+    r.Get("sm_clock_mhz", &g->sm_clock_mhz);
+    r.Get("power_violation_ns", &g->power_violation_ns);
+    r.Get("thermal_violation_ns", &g->thermal_violation_ns);
     r.Get("errors", &g->errors);
     return r.ok();
 }

@@ -197,6 +197,35 @@ typedef struct nvmlProcessInfo_v2_st {
     unsigned int computeInstanceId;  // 0xFFFFFFFF without MIG
 } nvmlProcessInfo_v2_t, nvmlProcessInfo_t;
 
+// nvmlDeviceGetClockInfo's clock domains.
+typedef enum nvmlClockType_enum {
+    NVML_CLOCK_GRAPHICS = 0,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_CLOCK_VIDEO = 3,
+    NVML_CLOCK_COUNT
+} nvmlClockType_t;
+
+// nvmlDeviceGetViolationStatus's policies: what held the clocks below the application clocks.
+typedef enum nvmlPerfPolicyType_enum {
+    NVML_PERF_POLICY_POWER = 0,
+    NVML_PERF_POLICY_THERMAL = 1,
+    NVML_PERF_POLICY_SYNC_BOOST = 2,
+    NVML_PERF_POLICY_BOARD_LIMIT = 3,
+    NVML_PERF_POLICY_LOW_UTILIZATION = 4,
+    NVML_PERF_POLICY_RELIABILITY = 5,
+    NVML_PERF_POLICY_TOTAL_APP_CLOCKS = 10,
+    NVML_PERF_POLICY_TOTAL_BASE_CLOCKS = 11,
+    NVML_PERF_POLICY_COUNT
+} nvmlPerfPolicyType_t;
+
+// referenceTime: a CPU timestamp in microseconds; violationTime: nanoseconds of violation since
+// the driver loaded (a counter that only grows).
+typedef struct nvmlViolationTime_st {
+    unsigned long long referenceTime;
+    unsigned long long violationTime;
+} nvmlViolationTime_t;
+
 // nvmlClocksEventReason* bits (gpu_snapshot.h names the ones the checks use).
 #define nvmlClocksEventReasonGpuIdle 0x0000000000000001ULL
 #define nvmlClocksEventReasonApplicationsClocksSetting 0x0000000000000002ULL
@@ -266,7 +295,12 @@ typedef struct nvmlProcessInfo_v2_st {
       (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos))                    \
     X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory))         \
     X(nvmlDeviceGetUtilizationRates, nvmlReturn_t,                                                 \
-      (nvmlDevice_t device, nvmlUtilization_t * utilization))
+      (nvmlDevice_t device, nvmlUtilization_t * utilization))                                      \
+    X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int* power))           \
+    X(nvmlDeviceGetClockInfo, nvmlReturn_t,                                                        \
+      (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock))                            \
+    X(nvmlDeviceGetViolationStatus, nvmlReturn_t,                                                  \
+      (nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType, nvmlViolationTime_t * violTime))
 
 namespace autoheal::health::nvml {
 

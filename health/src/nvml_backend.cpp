@@ -121,6 +121,9 @@ class GpuReader {
         ReadUtilization();
     }
 
+    // The few queries autoheal-agent samples while a job runs (Scope::kTelemetry).
+    void ReadTelemetry() { ReadSampled(); }  // defined below the NVML call macro
+
   private:
     void AddError(const char* function, const std::string& why) {
         std::string line = std::string(function) + ": " + why;
@@ -374,6 +377,37 @@ class GpuReader {
         }
     }
 
+    void ReadSampled() {
+        nvmlPciInfo_t pci = {};
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetPciInfo_v3, &pci)) {
+            pci.busId[sizeof(pci.busId) - 1] = '\0';
+            gpu_.pci_bus_id = NormalizeBusId(pci.busId);
+        }
+        unsigned minor = 0;
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetMinorNumber, &minor)) gpu_.minor = minor;
+        unsigned t = 0;
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetTemperature, NVML_TEMPERATURE_GPU, &t)) {
+            gpu_.temperature_c = t;
+        }
+        ReadClockEvents();
+        ReadPower();
+    }
+
+    void ReadPower() {
+        unsigned value = 0;
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetPowerUsage, &value)) gpu_.power_mw = value;
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetClockInfo, NVML_CLOCK_SM, &value)) {
+            gpu_.sm_clock_mhz = value;
+        }
+        nvmlViolationTime_t v = {};
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetViolationStatus, NVML_PERF_POLICY_POWER, &v)) {
+            gpu_.power_violation_ns = v.violationTime;
+        }
+        if (AUTOHEAL_NVML_CALL(nvmlDeviceGetViolationStatus, NVML_PERF_POLICY_THERMAL, &v)) {
+            gpu_.thermal_violation_ns = v.violationTime;
+        }
+    }
+
 #undef AUTOHEAL_NVML_CALL
 
     const Api& api_;
@@ -388,7 +422,7 @@ std::string SystemString(nvmlReturn_t (*fn)(char*, unsigned), unsigned size) {
     return FromBuffer(buf.data(), buf.size());
 }
 
-void ReadGpus(const Api& api, NodeSnapshot* node) {
+void ReadGpus(const Api& api, Scope scope, NodeSnapshot* node) {
     unsigned count = 0;
     const nvmlReturn_t rc = api.nvmlDeviceGetCount_v2(&count);
     if (rc != NVML_SUCCESS) {
@@ -401,7 +435,12 @@ void ReadGpus(const Api& api, NodeSnapshot* node) {
         nvmlDevice_t device = nullptr;
         const nvmlReturn_t h = api.nvmlDeviceGetHandleByIndex_v2(i, &device);
         if (h == NVML_SUCCESS) {
-            GpuReader(api, device, &gpu).ReadAll();
+            GpuReader reader(api, device, &gpu);
+            if (scope == Scope::kTelemetry) {
+                reader.ReadTelemetry();
+            } else {
+                reader.ReadAll();
+            }
         } else {
             // Kept, so that a GPU that fell off the bus still shows up at its index.
             gpu.errors.push_back("nvmlDeviceGetHandleByIndex_v2: " + ErrorText(api, h));
@@ -410,7 +449,7 @@ void ReadGpus(const Api& api, NodeSnapshot* node) {
     }
 }
 
-NodeSnapshot Collect(const std::string& library) {
+NodeSnapshot Collect(const std::string& library, Scope scope) {
     NodeSnapshot node;
     Library lib(library);
     if (!lib.loaded()) {
@@ -453,16 +492,16 @@ NodeSnapshot Collect(const std::string& library) {
         SystemString(api.nvmlSystemGetDriverVersion, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE);
     node.nvml_version =
         SystemString(api.nvmlSystemGetNVMLVersion, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE);
-    ReadGpus(api, &node);
+    ReadGpus(api, scope, &node);
     api.nvmlShutdown();
     return node;
 }
 
 }  // namespace
 
-NodeSnapshot CollectSnapshot(const std::string& library) {
+NodeSnapshot CollectSnapshot(const std::string& library, Scope scope) {
     try {
-        return Collect(library);
+        return Collect(library, scope);
     } catch (const std::exception& e) {
         NodeSnapshot node;
         node.problem = std::string("NVML query failed: ") + e.what();

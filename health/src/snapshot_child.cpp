@@ -1,5 +1,5 @@
 // CollectSnapshotIsolated: the NVML snapshot in a child with a deadline, for the prolog's and
-// epilog's checks (runner.cpp) and autoheal-agent's hang watch.
+// epilog's checks (runner.cpp), autoheal-agent's hang watch and its telemetry sampling.
 #include "autoheal/health/gpu_snapshot.h"
 #include "autoheal/health/nvml_backend.h"
 #include "isolation.h"
@@ -7,9 +7,10 @@
 namespace autoheal::health {
 
 IsolatedSnapshot CollectSnapshotIsolated(const std::string& library,
-                                         std::chrono::steady_clock::time_point deadline) {
+                                         std::chrono::steady_clock::time_point deadline,
+                                         Scope scope) {
     const std::vector<Child> child = RunInChildren(
-        {[&](int fd) { WriteAll(fd, SnapshotToJson(CollectSnapshot(library))); }}, deadline);
+        {[&](int fd) { WriteAll(fd, SnapshotToJson(CollectSnapshot(library, scope))); }}, deadline);
     IsolatedSnapshot out;
     out.timed_out = child[0].timed_out;
     out.exit_status = child[0].exit_status;

@@ -1,10 +1,12 @@
 // Remote context, in each task before it drops root (slurm_spank_task_init_privileged): for a job
-// with --auto-resume, turns PyTorch's NCCL flight recorder on and points its dumps at the run's
-// folder, state_dir/jobs/<job>/run<N>/flight-recorder/<node>/ (core/flight_recorder_env.h), which
-// it creates: the folders above the node's given to the owner of state_dir/jobs (0755), the
-// node's own the job user's (0700), so the user's ranks write there and nobody else reads it. Only
-// the variables the job has not set are set (a job opts out with TORCH_NCCL_TRACE_BUFFER_SIZE=0).
-// Never fails the task: a problem is logged and the job runs as it would without autoheal.
+// that gets it (FlightRecorderWanted: --flight-recorder=on|off, else autoheal.yaml's
+// policy.flight_recorder, by default on for --auto-resume jobs), turns PyTorch's NCCL flight
+// recorder on and points its dumps at the run's folder,
+// state_dir/jobs/<job>/run<N>/flight-recorder/<node>/ (core/flight_recorder_env.h), which it
+// creates: the folders above the node's given to the owner of state_dir/jobs (0755), the node's own
+// the job user's (0700), so the user's ranks write there and nobody else reads it. Only the
+// variables the job has not set are set (a job opts out with TORCH_NCCL_TRACE_BUFFER_SIZE=0). Never
+// fails the task: a problem is logged and the job runs as it would without autoheal.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,7 +88,7 @@ int SetFlightRecorderEnv(spank_t sp) {
     const JobOptions options =
         JobOptionsFromEnv([&](std::string_view name) { return TaskEnv(sp, name); },
                           kJobSpankEnvPrefix, nullptr, limits);
-    if (!options.auto_resume) return 0;
+    if (!FlightRecorderWanted(options, SiteFlightRecorder())) return 0;
     uint32_t job_id = 0;
     uid_t uid = 0;
     gid_t gid = 0;

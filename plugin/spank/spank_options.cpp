@@ -13,7 +13,13 @@
 namespace autoheal::spank {
 namespace {
 
-enum OptionId : int { kAutoResume = 1, kCkptDir = 2, kHealthCheck = 3, kHangTimeout = 4 };
+enum OptionId : int {
+    kAutoResume = 1,
+    kCkptDir = 2,
+    kHealthCheck = 3,
+    kHangTimeout = 4,
+    kFlightRecorder = 5
+};
 
 std::string CurrentDirectory() {
     std::array<char, PATH_MAX> buf{};
@@ -57,6 +63,12 @@ int HandleOption(int val, const char* optarg, int remote) {
             state.options.hang_timeout = *parsed;
             return 0;
         }
+        case kFlightRecorder: {
+            auto parsed = ParseFlightRecorder(optarg != nullptr ? optarg : "");
+            if (!parsed) return Refuse(parsed.error());
+            state.options.flight_recorder = *parsed;
+            return 0;
+        }
         default:
             return 0;
     }
@@ -69,7 +81,7 @@ int OptionCallback(int val, const char* optarg, int remote) {
 
 // Help texts are prefixed with the plugin's name, so `sbatch --help` says whose option it is.
 // Slurm keeps pointers to these structs; they live for the life of the process.
-std::array<spank_option, 4> options_table{{
+std::array<spank_option, 5> options_table{{
     {const_cast<char*>("auto-resume"), const_cast<char*>("N"),
      const_cast<char*>("[autoheal] requeue this job up to N times (default 3) when "
                        "infrastructure fails, excluding the culprit nodes"),
@@ -87,6 +99,10 @@ std::array<spank_option, 4> options_table{{
                        "not advanced for DURATION (20m, 2h) and its GPUs do no work (default: "
                        "the site's setting)"),
      1, kHangTimeout, OptionCallback},
+    {const_cast<char*>("flight-recorder"), const_cast<char*>("on|off"),
+     const_cast<char*>("[autoheal] PyTorch's NCCL flight recorder, which names the rank behind "
+                       "a hang (default: the site's setting, on for --auto-resume jobs)"),
+     1, kFlightRecorder, OptionCallback},
 }};
 
 }  // namespace

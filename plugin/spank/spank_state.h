@@ -35,6 +35,8 @@ int RecordJobControlEnv(spank_t sp);
 
 // autoheal.yaml's state_dir (its default when unset), found as the programs find the file.
 std::string StateDir();
+// autoheal.yaml's policy.flight_recorder (its default when unset or the file cannot be read).
+FlightRecorderPolicy SiteFlightRecorder();
 
 // Remote context, as the job user (slurm_spank_user_init): exports the resume variables
 // (spank_task.cpp).
@@ -42,7 +44,7 @@ int ExportResumeEnv(spank_t sp);
 // Remote context, in each task (slurm_spank_task_init): AUTOHEAL_RESTART_COUNT.
 int ExportRestartCount(spank_t sp);
 // Remote context, in each task as root (slurm_spank_task_init_privileged): PyTorch's flight
-// recorder for --auto-resume jobs (spank_flight_recorder.cpp).
+// recorder for the jobs that get it (FlightRecorderWanted; spank_flight_recorder.cpp).
 int SetFlightRecorderEnv(spank_t sp);
 
 }  // namespace autoheal::spank

@@ -53,6 +53,17 @@ std::string StateDir() {
     return state_dir.empty() ? std::string(kDefaultStateDir) : state_dir;
 }
 
+FlightRecorderPolicy SiteFlightRecorder() {
+    const std::string path = FindConfigPath(std::getenv("AUTOHEAL_CONFIG"), SelfPath());
+    auto settings = LoadSubmitSettings(path);
+    if (!settings) {
+        slurm_error("autoheal: %s (the flight recorder follows its default)",
+                    settings.error().c_str());
+        return FlightRecorderPolicy::kAutoResume;
+    }
+    return settings->policy.flight_recorder;
+}
+
 namespace {
 
 // AUTOHEAL_LAST_FAILURE / AUTOHEAL_EXCLUDED_NODES from the controller epilog's record.

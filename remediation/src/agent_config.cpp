@@ -81,11 +81,20 @@ Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::strin
                 DurationIn(source, value, 1, 600, "hang_dump_wait: expected a duration, 1s to 10m");
             if (!d) return d.status();
             config.hang_dump_wait_seconds = static_cast<double>(*d);
+        } else if (key == "sample_interval") {
+            if (value.IsScalar() && value.Scalar() == "off") {
+                config.sample_seconds = 0;
+                continue;
+            }
+            auto d = DurationIn(source, value, 1, 3600,
+                                "sample_interval: expected a duration, 1s to 1h, or off");
+            if (!d) return d.status();
+            config.sample_seconds = static_cast<double>(*d);
         } else {
             return Bad(source, item.first,
                        "unknown setting '" + key +
                            "'; expected on_fault, poll_interval_ms, heartbeat_interval, "
-                           "hang_timeout, hang_check_interval, hang_dump_wait");
+                           "hang_timeout, hang_check_interval, hang_dump_wait, sample_interval");
         }
     }
     return config;

@@ -379,6 +379,9 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
     for (const NodeInfo& n : in.cluster.nodes) {
         if (n.Out() || n.reboot_pending) already_out.insert(n.name);
     }
+    for (const std::string& n : in.cluster.busy_with_asked) {
+        if (already_out.insert(n).second) ++out_now;
+    }
     for (NodePlan& p : out.plans) {
         const bool takes_out =
             std::any_of(p.actions.begin(), p.actions.end(), diag::CountsAgainstBreaker);
@@ -398,7 +401,8 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
             "many nodes autoheal holds is unknown; node actions held, admins alerted";
     } else if (out.breaker_open) {
         out.breaker_note = "breaker open: " + std::to_string(out_now) + " of " +
-                           std::to_string(total) + " nodes already taken out by autoheal (limit " +
+                           std::to_string(total) +
+                           " nodes already taken out by autoheal or resetting a GPU (limit " +
                            std::to_string(limit) + "); node actions held, admins alerted";
     }
 }

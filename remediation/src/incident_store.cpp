@@ -104,6 +104,31 @@ CREATE INDEX incidents_gpu_serial ON incidents(gpu_serial);
     R"sql(
 ALTER TABLE job_runs ADD COLUMN job_user TEXT NOT NULL DEFAULT '';
 )sql",
+    // v4 -> v5: each GPU's power and temperature summary per job run (autoheal-agent's samples),
+    // for `autoheal node` and `autoheal report`.
+    R"sql(
+CREATE TABLE gpu_telemetry (
+    job TEXT NOT NULL,
+    run INTEGER NOT NULL,
+    node TEXT NOT NULL,
+    gpu TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    seconds INTEGER NOT NULL,
+    power_throttle_pct INTEGER NOT NULL,
+    thermal_throttle_pct INTEGER NOT NULL,
+    hw_slowdown_pct INTEGER NOT NULL,
+    power_p5 INTEGER NOT NULL,
+    power_p95 INTEGER NOT NULL,
+    temp_max INTEGER NOT NULL,
+    temp_mean INTEGER NOT NULL,
+    sm_clock_mean INTEGER NOT NULL,
+    clock_vs_peers INTEGER NOT NULL DEFAULT 100,
+    straggler INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job, run, node, gpu)
+);
+CREATE INDEX gpu_telemetry_time ON gpu_telemetry(time);
+CREATE INDEX gpu_telemetry_node_time ON gpu_telemetry(node, time);
+)sql",
 };
 static_assert(std::size(kMigrations) == kIncidentSchemaVersion,
               "one migration step per schema version");
@@ -424,7 +449,9 @@ Result<bool> IncidentStore::RecordAction(std::int64_t incident_id, const std::st
     Statement insert(db_,
                      "INSERT INTO actions (incident_id, time, action, target, outcome, detail) "
                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-                     "ON CONFLICT (incident_id, action, target) DO NOTHING");
+                     "ON CONFLICT (incident_id, action, target) DO UPDATE SET "
+                     "time = excluded.time, outcome = excluded.outcome, detail = excluded.detail "
+                     "WHERE actions.outcome = 'asked'");
     insert.Bind(1, incident_id);
     insert.Bind(2, Now());
     insert.Bind(3, action);
@@ -693,6 +720,22 @@ Result<std::vector<IncidentRow>> IncidentStore::Incidents(const IncidentQuery& q
     return rows;
 }
 
+Result<std::vector<std::string>> IncidentStore::NodesWithActionsAsked(
+    std::int64_t max_age_seconds) {
+    Statement select(db_,
+                     "SELECT DISTINCT target FROM actions WHERE outcome = 'asked' AND time >= ?1 "
+                     "ORDER BY target LIMIT ?2");
+    select.Bind(1, Now() - max_age_seconds);
+    select.Bind(2, std::int64_t{kHistoryLimit});
+    std::vector<std::string> nodes;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) nodes.push_back(select.Text(0));
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": actions asked: " + Describe(db_));
+    }
+    return nodes;
+}
+
 Result<std::vector<ActionRow>> IncidentStore::Actions(std::int64_t since,
                                                       const std::string& target) {
     Statement select(db_,
@@ -742,6 +785,81 @@ Result<std::vector<TicketRow>> IncidentStore::Tickets(bool undelivered_only) {
     }
     if (rc != SQLITE_DONE) {
         return MakeError("incident store " + path_ + ": tickets: " + Describe(db_));
+    }
+    return rows;
+}
+
+Result<bool> IncidentStore::RecordGpuTelemetry(const std::string& job, int run,
+                                               const std::string& node, std::int64_t time,
+                                               const diag::EvidenceSet& evidence) {
+    Statement insert(
+        db_,
+        "INSERT OR REPLACE INTO gpu_telemetry (job, run, node, gpu, time, seconds, "
+        "power_throttle_pct, thermal_throttle_pct, hw_slowdown_pct, power_p5, power_p95, "
+        "temp_max, temp_mean, sm_clock_mean, clock_vs_peers, straggler) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+    bool added = false;
+    for (const diag::Evidence& e : evidence.items) {
+        if (e.signature != diag::kGpuTelemetrySignature) continue;
+        const diag::GpuTelemetrySummary g = diag::SummaryFromEvidence(e);
+        insert.Reset();
+        insert.Bind(1, job);
+        insert.Bind(2, std::int64_t{run});
+        insert.Bind(3, node);
+        insert.Bind(4, g.gpu);
+        insert.Bind(5, time);
+        insert.Bind(6, g.seconds);
+        const std::int64_t numbers[] = {g.power_throttle_pct, g.thermal_throttle_pct,
+                                        g.hw_slowdown_pct,    g.power_p5,
+                                        g.power_p95,          g.temp_max,
+                                        g.temp_mean,          g.sm_clock_mean};
+        for (int i = 0; i < 8; ++i) insert.Bind(7 + i, numbers[i]);
+        insert.Bind(15, std::int64_t{std::atoi(
+                            std::string(e.Field("clock_vs_peers").value_or("100")).c_str())});
+        insert.Bind(16, std::int64_t{e.Field("straggler") == "yes"});
+        if (insert.Step() != SQLITE_DONE) {
+            return MakeError("incident store " + path_ + ": gpu telemetry: " + Describe(db_));
+        }
+        added = true;
+    }
+    return added;
+}
+
+Result<std::vector<GpuTelemetryRow>> IncidentStore::GpuTelemetry(std::int64_t since,
+                                                                 const std::string& node) {
+    Statement select(db_,
+                     "SELECT job, run, node, gpu, time, seconds, power_throttle_pct, "
+                     "thermal_throttle_pct, hw_slowdown_pct, power_p5, power_p95, temp_max, "
+                     "temp_mean, sm_clock_mean, clock_vs_peers, straggler FROM gpu_telemetry "
+                     "WHERE time >= ?1 AND (?2 = '' OR node = ?2) "
+                     "ORDER BY time DESC, job, node, gpu LIMIT ?3");
+    select.Bind(1, since);
+    select.Bind(2, node);
+    select.Bind(3, std::int64_t{kRunsLimit});
+    std::vector<GpuTelemetryRow> rows;
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+        GpuTelemetryRow& r = rows.emplace_back();
+        r.job = select.Text(0);
+        r.run = static_cast<int>(select.Int(1));
+        r.node = select.Text(2);
+        r.summary.gpu = select.Text(3);
+        r.time = select.Int(4);
+        r.summary.seconds = select.Int(5);
+        unsigned* numbers[] = {&r.summary.power_throttle_pct,
+                               &r.summary.thermal_throttle_pct,
+                               &r.summary.hw_slowdown_pct,
+                               &r.summary.power_p5,
+                               &r.summary.power_p95,
+                               &r.summary.temp_max,
+                               &r.summary.temp_mean,
+                               &r.summary.sm_clock_mean,
+                               &r.clock_vs_peers};
+        for (int i = 0; i < 9; ++i) *numbers[i] = static_cast<unsigned>(select.Int(6 + i));
+        r.straggler = select.Int(15) != 0;
+    }
+    if (rc != SQLITE_DONE) {
+        return MakeError("incident store " + path_ + ": gpu telemetry: " + Describe(db_));
     }
     return rows;
 }

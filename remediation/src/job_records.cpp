@@ -441,6 +441,13 @@ std::string AgentsDir(const std::string& state_dir) { return state_dir + "/jobs/
 
 std::string AgentSpoolDir(const std::string& state_dir) { return AgentsDir(state_dir) + "/spool"; }
 
+Result<PrologBaseline> ReadPrologBaseline(const std::string& state_dir, const std::string& job,
+                                          const std::string& node) {
+    auto text = ReadSmallFile(PrologFile(state_dir, job, node), kMaxRecordBytes);
+    if (!text) return text.status();
+    return PrologBaselineFromJson(*text);
+}
+
 std::string AgentFile(const std::string& state_dir, const std::string& job, int restart,
                       const std::string& node) {
     return JobDir(state_dir, job) + "/run" + std::to_string(restart) + "/" + node + ".agent.json";

@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
-#include <sstream>
 
+#include "autoheal/remediation/slurm_topology.h"
 #include "autoheal/slurm_compat.h"
 
 extern "C" {
@@ -69,7 +70,7 @@ ErrorCode SlurmErrorCode(int slurm_errno) {
     }
 }
 
-SlurmAdapter::SlurmAdapter(const std::string& slurm_conf) {
+SlurmAdapter::SlurmAdapter(const std::string& slurm_conf) : slurm_conf_(slurm_conf) {
     slurm_init(slurm_conf.empty() ? nullptr : slurm_conf.c_str());
 }
 
@@ -255,35 +256,45 @@ Result<bool> SlurmAdapter::UpdateJob(std::uint32_t job_id, const JobUpdate& upda
 
 namespace {
 
-// The value of `key=` in one printed topology record ("SwitchName=leaf1 Level=0 ..."); empty when
-// absent or "(null)".
-std::string RecordField(const std::string& line, const std::string& key) {
-    std::istringstream words(line);
-    std::string word;
-    while (words >> word) {
-        if (word.compare(0, key.size() + 1, key + "=") != 0) continue;
-        std::string value = word.substr(key.size() + 1);
-        return value == "(null)" ? "" : value;
+// The environment of a Slurm command run for this adapter: this process's, with SLURM_CONF set
+// to the adapter's configuration when it has one, and without SLURM_TOPO_LEN (it cuts the
+// printed topology's lines short).
+std::vector<std::string> SlurmCommandEnv(const std::string& slurm_conf) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+        if (std::strncmp(*e, "SLURM_TOPO_LEN=", 15) == 0) continue;
+        if (!slurm_conf.empty() && std::strncmp(*e, "SLURM_CONF=", 11) == 0) continue;
+        env.emplace_back(*e);
     }
-    return "";
+    if (!slurm_conf.empty()) env.push_back("SLURM_CONF=" + slurm_conf);
+    return env;
+}
+
+// `scontrol show topology`, parsed (slurm_topology.h), with this adapter's configuration.
+Result<std::vector<SwitchInfo>> TopologyByScontrol(const std::string& slurm_conf) {
+    return TopologyFromCommand({AUTOHEAL_SCONTROL, "show", "topology"}, SlurmCommandEnv(slurm_conf),
+                               std::chrono::seconds(15));
 }
 
 }  // namespace
 
-// Read from Slurm's own printing of the reply: from 23.11 on the reply's records are opaque to
-// clients, and the printed form (tree: SwitchName/Level/Nodes, block: BlockName/Nodes) is the
-// same in every release. A block (e.g. an NVL72 rack) is a blast-radius unit like a leaf switch:
-// level 0.
+// Read from Slurm's own printing of the reply (slurm_topology.h): from 23.11 on the reply's
+// records are opaque to clients, and the printed form is the same in every release. Where the
+// reply cannot be unpacked in this program, `scontrol show topology` prints it instead. libslurm
+// unpacks it with the topology plugins it loads into the caller: outside Slurm's own tools 24.11's
+// topology_tree.so does not load (the reply comes back empty), and 26.05's load fails for
+// topology/block and for a topology.yaml (ESLURM_PROTOCOL_INCOMPLETE_PACKET; scontrol reads both).
 Result<std::vector<SwitchInfo>> SlurmAdapter::Topology() {
     topo_info_response_msg_t* msg = nullptr;
     if (autoheal_load_topo(&msg) != SLURM_SUCCESS || msg == nullptr) {
-        return SlurmError("load topology");
+        const int rc = errno;
+        // slurmctld did not answer: scontrol would not do better.
+        if (SlurmErrorCode(rc) == ErrorCode::kUnavailable) return SlurmError("load topology", rc);
+        return TopologyByScontrol(slurm_conf_);
     }
     if (!autoheal_topo_printable(msg)) {
         slurm_free_topo_info_msg(msg);
-        return MakeError(ErrorCode::kUnavailable,
-                         "slurm: topology: the reply could not be unpacked here (Slurm's topology "
-                         "plugin did not load into this program); switches not known");
+        return TopologyByScontrol(slurm_conf_);
     }
     char* text = nullptr;
     std::size_t size = 0;
@@ -295,25 +306,9 @@ Result<std::vector<SwitchInfo>> SlurmAdapter::Topology() {
     autoheal_print_topo(out, msg);
     std::fclose(out);
     slurm_free_topo_info_msg(msg);
-    std::istringstream lines(std::string(text != nullptr ? text : "", size));
+    std::string printed(text != nullptr ? text : "", size);
     free(text);
-    std::vector<SwitchInfo> switches;
-    std::string line;
-    while (std::getline(lines, line)) {
-        SwitchInfo sw;
-        sw.name = RecordField(line, "SwitchName");
-        if (!sw.name.empty()) {
-            sw.level = std::atoi(RecordField(line, "Level").c_str());
-        } else {
-            sw.name = RecordField(line, "BlockName");
-            if (sw.name.empty()) continue;
-            sw.level = 0;
-        }
-        const std::string nodes = RecordField(line, "Nodes");
-        if (!nodes.empty()) sw.nodes = ExpandHostlist(nodes);
-        switches.push_back(std::move(sw));
-    }
-    return switches;
+    return ParseTopology(printed);
 }
 
 std::vector<std::string> SlurmAdapter::ExpandHostlist(const std::string& expression) {

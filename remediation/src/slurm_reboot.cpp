@@ -23,7 +23,8 @@ int SendRebootRequest(const std::string& node, const std::string& reason, bool a
     slurm_msg_t_init(&msg);
     reboot_msg_t req;
     slurm_init_reboot_msg(&req, true);
-    req.next_state = resume_after ? static_cast<uint32_t>(NODE_RESUME) : NODE_STATE_DOWN;
+    req.next_state =
+        resume_after ? static_cast<uint32_t>(NODE_RESUME) : static_cast<uint32_t>(NODE_STATE_DOWN);
     req.node_list = nodes.data();
     req.reason = why.data();
     if (asap) req.flags |= REBOOT_FLAGS_ASAP;

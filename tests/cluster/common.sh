@@ -2,9 +2,17 @@
 # AUTOHEAL_CLUSTER_DIR: the one folder holding all of the cluster's state (default below).
 # AUTOHEAL_CLUSTER_NODES: number of slurmd nodes (default 4, at least 4).
 # AUTOHEAL_CLUSTER_PORT: slurmctld's port; slurmd ports follow it (default 16817, 17001...).
+# AUTOHEAL_CLUSTER_TOPOLOGY: tree (default: topology/tree, leaf switches leaf1 and leaf2 under a
+#   spine) or block (topology/block, Slurm 23.11 and later: blocks leaf1 and leaf2, as NVL72
+#   racks are). The two blast-radius units have the same names and nodes in both, so the same
+#   scenarios check either.
+# AUTOHEAL_CLUSTER_TOPOLOGY_FILE: conf (default: topology.conf) or yaml (topology.yaml, Slurm
+#   25.05 and later: that topology as the cluster's default, and a flat one beside it).
 cluster_dir=${AUTOHEAL_CLUSTER_DIR:-/tmp/autoheal-cluster}
 cluster_nodes=${AUTOHEAL_CLUSTER_NODES:-4}
 ctld_port=${AUTOHEAL_CLUSTER_PORT:-16817}
+cluster_topology=${AUTOHEAL_CLUSTER_TOPOLOGY:-tree}
+cluster_topology_file=${AUTOHEAL_CLUSTER_TOPOLOGY_FILE:-conf}
 slurmd_port_base=$((ctld_port + 184))
 # The production layout (docs/admin-guide.md): slurmctld and EpilogSlurmctld run as this user,
 # slurmd as root, jobs are submitted by the lab's unprivileged users.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts a real Slurm cluster on this machine: munged, slurmctld and N slurmd (slurmd -N nodeX,
-# each on its own port), two fake GPUs per node declared as GRES, a two-leaf topology, and
-# autoheal's plugins and prolog/epilog programs installed from the build folder. Waits until
-# every node is idle. All state lives in AUTOHEAL_CLUSTER_DIR; stop.sh stops it all by PID.
+# each on its own port), two fake GPUs per node declared as GRES, a two-leaf topology (or two
+# blocks: AUTOHEAL_CLUSTER_TOPOLOGY, common.sh), and autoheal's plugins and prolog/epilog
+# programs installed from the build folder. Waits until every node is idle. All state lives in
+# AUTOHEAL_CLUSTER_DIR; stop.sh stops it all by PID.
 #
 # The layout is production's (docs/admin-guide.md): SlurmUser=slurm (the system user is created
 # when missing), slurmd as root, jobs submitted by the unprivileged users ahuser1 and ahuser2
@@ -22,6 +23,14 @@ set -Eeuo pipefail  # -E: the ERR trap fires inside the functions too
 check_prerequisites() {
     [ "$(id -u)" -eq 0 ] || { log "must run as root (slurmd runs jobs as their users)"; exit 1; }
     [ "$cluster_nodes" -ge 4 ] || { log "AUTOHEAL_CLUSTER_NODES must be at least 4"; exit 1; }
+    case $cluster_topology in
+        tree | block) ;;
+        *) log "AUTOHEAL_CLUSTER_TOPOLOGY must be tree or block, not '$cluster_topology'"; exit 1 ;;
+    esac
+    case $cluster_topology_file in
+        conf | yaml) ;;
+        *) log "AUTOHEAL_CLUSTER_TOPOLOGY_FILE must be conf or yaml, not '$cluster_topology_file'"; exit 1 ;;
+    esac
     local prog plugin
     for prog in autoheal-prolog autoheal-epilog autoheal-epilog-ctld; do
         [ -x "$build_dir/bin/$prog" ] || { log "missing $build_dir/bin/$prog: run make first"; exit 1; }
@@ -143,6 +152,7 @@ agent:
   heartbeat_interval: 2s
   hang_check_interval: 1s
   hang_dump_wait: 10s
+  sample_interval: 1s
 CONF
     # Config and rules steer root's actions: autoheal refuses them when others may write them.
     chmod -R go-w "$cluster_dir/etc/autoheal"
@@ -169,7 +179,15 @@ for _ in 1 2 3; do
 done
 [ -n "\$node" ] || exit 1
 echo "\$(date +%s) reboot \$node" >>"$cluster_dir/log/reboots.log"
+# A rebooted node starts slurmd afresh, and this is a child of the old one (system()): what the
+# old one left in the environment and open files goes. Slurm 24.11's slurmd re-executes itself on
+# a reconfigure with SLURMD_RECONF, SLURMD_BOOT_TIME (the time -b reported as the boot) and
+# SLURMD_RECONF_LISTEN_FD (its listening socket, kept open across exec) in its environment: a
+# slurmd started with them reports the old boot time, older than the reboot request, and
+# slurmctld ignores it (waiting_for_node_boot) until ResumeTimeout calls the reboot timed out.
 setsid bash -c '
+    for v in \$(compgen -e); do case \$v in SLURMD_*) unset "\$v" ;; esac; done
+    for fd in /proc/self/fd/*; do fd=\${fd##*/}; [ "\$fd" -gt 2 ] && eval "exec \$fd>&-"; done
     kill "\$1"  # then wait until it is gone (a zombie nobody reaps has an empty cmdline)
     while [ -n "\$(tr -d "\\\\0" </proc/\$1/cmdline 2>/dev/null)" ]; do sleep 0.1; done
     slurmd -D -b -N "\$2" -f "$cluster_dir/etc/slurm.conf" </dev/null >>"$cluster_dir/log/slurmd-\$2.out" 2>&1 &
@@ -178,6 +196,31 @@ setsid bash -c '
 exit 0
 SH
     chmod 755 "$cluster_dir/bin/fake-gpu-reset" "$cluster_dir/bin/fake-reboot"
+}
+
+# The two blast-radius units, leaf1 and leaf2 (nodes $1 and $2): leaf switches under a spine, or
+# blocks; in topology.conf, or in topology.yaml (Slurm 25.05 and later) as the cluster's default
+# topology beside a flat one (no units: read instead, it would leave the leaves unknown).
+write_topology() {
+    local etc=$cluster_dir/etc
+    if [ "$cluster_topology_file" = conf ] && [ "$cluster_topology" = tree ]; then
+        printf 'SwitchName=leaf1 Nodes=%s\nSwitchName=leaf2 Nodes=%s\nSwitchName=spine Switches=leaf[1-2]\n' \
+            "$1" "$2" >"$etc/topology.conf"
+    elif [ "$cluster_topology_file" = conf ]; then
+        printf 'BlockName=leaf1 Nodes=%s\nBlockName=leaf2 Nodes=%s\n' "$1" "$2" >"$etc/topology.conf"
+    else
+        {
+            printf -- '---\n- topology: lab\n  cluster_default: true\n'
+            if [ "$cluster_topology" = tree ]; then
+                printf '  tree:\n    switches:\n      - switch: spine\n        children: leaf[1-2]\n'
+                printf '      - switch: leaf%s\n        nodes: %s\n' 1 "$1" 2 "$2"
+            else
+                printf '  block:\n    blocks:\n'
+                printf '      - block: leaf%s\n        nodes: %s\n' 1 "$1" 2 "$2"
+            fi
+            printf -- '- topology: racks\n  cluster_default: false\n  flat: true\n'
+        } >"$etc/topology.yaml"
+    fi
 }
 
 # Fast scheduling for tests; AUTOHEAL_CLUSTER_STOCK_TIMING=1 keeps Slurm's defaults for
@@ -233,7 +276,7 @@ PrologEpilogTimeout=120
 PlugStackConfig=$cluster_dir/etc/plugstack.conf
 JobSubmitPlugins=autoheal
 PluginDir=/usr/lib/x86_64-linux-gnu/slurm-wlm:$cluster_dir/lib
-TopologyPlugin=topology/tree
+$([ "$cluster_topology_file" = yaml ] || echo "TopologyPlugin=topology/$cluster_topology")
 GresTypes=gpu
 NodeName=node[1-$last] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$slurmd_port_base-$((slurmd_port_base + last - 1))] CPUs=2 RealMemory=1000 Gres=gpu:2 State=UNKNOWN
 PartitionName=gpu Nodes=node[1-$last] Default=YES MaxTime=INFINITE State=UP
@@ -244,11 +287,7 @@ CONF
             echo "NodeName=node$i Name=gpu File=$cluster_dir/dev/node$i/nvidia[0-1]"
         done
     } >"$cluster_dir/etc/gres.conf"
-    cat >"$cluster_dir/etc/topology.conf" <<CONF
-SwitchName=leaf1 Nodes=node[1-$half]
-SwitchName=leaf2 Nodes=node[$((half + 1))-$last]
-SwitchName=spine Switches=leaf[1-2]
-CONF
+    write_topology "node[1-$half]" "node[$((half + 1))-$last]"
     cat >"$cluster_dir/etc/plugstack.conf" <<CONF
 required $cluster_dir/lib/spank_autoheal.so max_auto_resume=10 default_auto_resume=3
 CONF
@@ -289,7 +328,9 @@ start_slurmctld() {
 }
 
 # --- autoheal-agent, one per slurmd (agent/): its node's kernel log (remediation.kernel_log's %n),
-# the fake NVML of health.nvml_library, its node name. Installed always; started here with
+# the fake NVML of health.nvml_library, its node name (and SLURMD_NODENAME, so that the fake NVML
+# reads the node's scenario as the node's prolog and epilog do: one host plays every node here).
+# Installed always; started here with
 # AUTOHEAL_CLUSTER_AGENTS=1 (the bench), else by the scenarios that need them
 # (tests/integration: AgentE2E, bin/start-agents). bin/start-agents keeps each agent running as
 # systemd's Restart=always does in production: a supervisor (run/agent-supervisor-nodeN.pid)
@@ -304,7 +345,7 @@ start_agents() {
 node=\$1
 trap 'kill -TERM "\$child" 2>/dev/null; wait "\$child"; exit 0' TERM INT
 while :; do
-    "$cluster_dir/bin/autoheal-agent" --node "\$node" </dev/null >>"$cluster_dir/log/agent-\$node.out" 2>&1 &
+    SLURMD_NODENAME="\$node" "$cluster_dir/bin/autoheal-agent" --node "\$node" </dev/null >>"$cluster_dir/log/agent-\$node.out" 2>&1 &
     child=\$!
     echo "\$child" >"$cluster_dir/run/agent-\$node.pid"
     wait "\$child"
@@ -322,7 +363,7 @@ SH
     [ "${AUTOHEAL_CLUSTER_AGENTS:-0}" = 1 ] || return 0
     local i
     for i in $(seq 1 "$cluster_nodes"); do
-        spawn "agent-node$i" "$cluster_dir/bin/autoheal-agent" --node "node$i"
+        spawn "agent-node$i" env SLURMD_NODENAME="node$i" "$cluster_dir/bin/autoheal-agent" --node "node$i"
     done
     wait_for 10 "the agents' heartbeats" bash -c \
         "[ \$(ls '$cluster_dir/state/autoheal/jobs/agents/'*.json 2>/dev/null | wc -l) -ge $cluster_nodes ]"

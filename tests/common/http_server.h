@@ -86,8 +86,17 @@ class HttpServer {
                (fds[0].revents & (POLLIN | POLLHUP)) != 0;
     }
 
+    // Until the server stops, however long no client comes (a test may first spend minutes on
+    // a cluster before the webhook is called).
     void Serve() {
-        while (WaitReadable(listen_fd_)) {
+        for (;;) {
+            pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+            if (::poll(fds, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                return;
+            }
+            if ((fds[1].revents & POLLIN) != 0) return;
+            if ((fds[0].revents & POLLIN) == 0) continue;
             const int conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
             if (conn < 0) continue;
             Handle(conn);

@@ -12,8 +12,9 @@
 //     log word, max_auto_resume outside 0..100, a non-finite or out-of-range number (the
 //     programs turn these into durations and integer milliseconds);
 //   - a result that differs between two parses of the same text;
-//   - a text ParseSettings accepts whose state_dir, policy or health.allow_off the scanner reads
-//     differently from yaml-cpp (so the job_submit plugin would apply another policy).
+//   - a text ParseSettings accepts whose state_dir, policy (max_auto_resume, flight_recorder) or
+//     health.allow_off the scanner reads differently from yaml-cpp (so the job_submit plugin
+//     would apply another policy).
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -59,6 +60,15 @@ void CheckScannerAgrees(std::string_view text, const autoheal::Config& c) {
         YAML::convert<int>::decode(policy["max_auto_resume"], cap);
     }
     if (cap != scanned->policy.max_auto_resume) Fail("the scanner read another max_auto_resume");
+    auto recorder = autoheal::FlightRecorderPolicy::kAutoResume;
+    if (policy && policy.IsMap() && policy["flight_recorder"] &&
+        policy["flight_recorder"].IsScalar()) {
+        recorder = autoheal::FlightRecorderPolicyFromName(policy["flight_recorder"].Scalar())
+                       .value_or(autoheal::FlightRecorderPolicy::kAutoResume);
+    }
+    if (recorder != scanned->policy.flight_recorder) {
+        Fail("the scanner read another policy.flight_recorder");
+    }
     bool allow_off = true;
     const YAML::Node health = root.IsMap() ? root["health"] : YAML::Node();
     if (health && health.IsMap() && health["allow_off"]) {

@@ -1,8 +1,9 @@
 // libFuzzer target: what a user or an admin types that reaches the SPANK plugin: plugstack.conf
 // arguments (ParsePluginArgs) and the sbatch/srun option values (ParseAutoResume, ParseCkptDir,
-// ParseHealthCheck, ParseHangTimeout), then the trip the options take through the job-control
-// environment (ToJobControlEnv -> LookupEnvArray / JobOptionsFromEnv), as the plugin, job_submit,
-// the prolog and the epilogs use them. These are the pure functions the plugin's callbacks call.
+// ParseHealthCheck, ParseHangTimeout, ParseFlightRecorder), then the trip the options take through
+// the job-control environment (ToJobControlEnv -> LookupEnvArray / JobOptionsFromEnv), as the
+// plugin, job_submit, the prolog and the epilogs use them. These are the pure functions the
+// plugin's callbacks call.
 //
 // Input: line 1 plugstack.conf arguments (split on spaces), line 2 the --auto-resume value
 // ("-" alone: the option without a value), line 3 --ckpt-dir, line 4 the submit directory,
@@ -14,7 +15,8 @@
 //   - an accepted --auto-resume outside [1, max], a bare one other than the default;
 //   - an accepted --ckpt-dir that is not absolute, is '/', ends in '/', is too long, holds a
 //     control character, or is not a fixed point (parsing it again changes it);
-//   - a --health-check word accepted that does not name its tier;
+//   - a --health-check word accepted that does not name its tier, a --flight-recorder word other
+//     than on/off accepted;
 //   - options that do not come back unchanged through the job-control environment, with or
 //     without the SPANK_ prefix, whatever other entries the environment holds.
 #include <cstddef>
@@ -102,6 +104,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (autoheal::HealthTierName(*tier) != lines[4]) Fail("health tier word mismatch");
         options.health_check = *tier;
     }
+    // --flight-recorder, from the same text as --health-check's
+    if (auto on = autoheal::ParseFlightRecorder(lines[4])) {
+        if (lines[4] != (*on ? "on" : "off")) Fail("flight recorder word mismatch");
+        options.flight_recorder = *on;
+    }
 
     // --hang-timeout, from the same text as --auto-resume's
     if (auto t = autoheal::ParseHangTimeout(lines[1])) {
@@ -138,7 +145,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (options.hang_timeout && back.hang_timeout != options.hang_timeout) {
             Fail("hang_timeout changed through the environment");
         }
-        if (env.size() == 3 && (back != options || !problems.empty())) {
+        if (options.flight_recorder && back.flight_recorder != options.flight_recorder) {
+            Fail("flight_recorder changed through the environment");
+        }
+        // The recorded entry comes first, so the input's own entries never shadow it.
+        if (!env.empty() && (back != options || !problems.empty())) {
             Fail("options changed through the environment");
         }
     }
@@ -155,19 +166,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         "", &problems);
     CheckOptions(raw);
     const std::size_t accepted = (raw.auto_resume ? 1 : 0) + (raw.ckpt_dir ? 1 : 0) +
-                                 (raw.health_check ? 1 : 0) + (raw.hang_timeout ? 1 : 0);
+                                 (raw.health_check ? 1 : 0) + (raw.hang_timeout ? 1 : 0) +
+                                 (raw.flight_recorder ? 1 : 0);
     const bool malformed =
         problems.size() == 1 &&
         problems[0].rfind(std::string(autoheal::kEnvOptions) + ": malformed record at ", 0) == 0;
     // ckpt_dir comes last and takes the rest of the record (a path may hold ';'): an earlier
     // value with a ';' in it ends its field there and may swallow the fields after it, or start
-    // a hang_timeout= field of its own (four fields at most).
+    // hang_timeout= and flight_recorder= fields of its own (five fields at most).
     const bool split_clean =
         lines[1].find(';') == std::string::npos && lines[4].find(';') == std::string::npos;
     if (malformed
             ? accepted != 0
             : (split_clean ? problems.size() + accepted != 3
-                           : problems.size() + accepted > 4 || problems.size() + accepted == 0)) {
+                           : problems.size() + accepted > 5 || problems.size() + accepted == 0)) {
         Fail("a record value neither accepted nor reported");
     }
 

@@ -43,6 +43,7 @@ TEST(Options, SbatchHelpListsThem) {
     EXPECT_THAT(r.out, HasSubstr("--ckpt-dir=DIR"));
     EXPECT_THAT(r.out, HasSubstr("--health-check=quick|full|off"));
     EXPECT_THAT(r.out, HasSubstr("--hang-timeout=DURATION|off"));
+    EXPECT_THAT(r.out, HasSubstr("--flight-recorder=on|off"));
     EXPECT_THAT(r.out, HasSubstr("[autoheal]"));
 }
 
@@ -73,6 +74,13 @@ TEST(Options, BadHangTimeoutIsRefusedNamingTheOption) {
         EXPECT_THAT(r.err, HasSubstr("--hang-timeout: ")) << bad;
         EXPECT_THAT(r.err, HasSubstr("1s to 30d")) << bad;
     }
+}
+
+TEST(Options, BadFlightRecorderIsRefusedNamingTheOption) {
+    CommandResult r;
+    EXPECT_FALSE(Submit({"--flight-recorder=yes"}, kQuickScript, &r).has_value());
+    EXPECT_THAT(r.err, HasSubstr("--flight-recorder: invalid value 'yes'"));
+    EXPECT_THAT(r.err, HasSubstr("allowed values are on, off"));
 }
 
 TEST(Options, EmptyCheckpointDirIsRefused) {
@@ -139,7 +147,9 @@ TEST(JobSubmit, BurstOfJobsThroughThePluginsAllAccepted) {
     int found = 0;
     for (const std::string& id : all) found += queued.find(id + "\n") != std::string::npos ? 1 : 0;
     EXPECT_EQ(found, kSubmitters * kEach);
-    if (!all.empty()) EXPECT_EQ(ShowJob(all.back())["Requeue"], "1");
+    if (!all.empty()) {
+        EXPECT_EQ(ShowJob(all.back())["Requeue"], "1");
+    }
     EXPECT_THAT(RunCommand({"scontrol", "ping"}).out, HasSubstr("is UP"));
     std::vector<std::string> cancel = {"scancel"};
     cancel.insert(cancel.end(), all.begin(), all.end());
@@ -192,6 +202,31 @@ TEST(JobSubmit, ForgedSpankVariablesAreNotOptions) {
     // Lines of `env` (SLURM_EXPORT_ENV quotes the forged ones inside its value).
     EXPECT_THAT(ss.str(), Not(HasSubstr("\nSLURM_SPANK_AUTOHEAL_AUTO_RESUME=")));
     EXPECT_THAT(ss.str(), Not(HasSubstr("\nSLURM_SPANK_AUTOHEAL_HEALTH_CHECK=")));
+}
+
+// Issue 17 point 1: PyTorch's flight recorder is the job's choice (--flight-recorder=on|off),
+// else the site's default (on for --auto-resume jobs). The batch step's environment shows it.
+TEST(JobSubmit, FlightRecorderFollowsTheJobsChoiceThenTheSitesDefault) {
+    const char* script = "#!/bin/bash\nenv | grep -E '^(TORCH_|SLURM_SPANK_AUTOHEAL_)' || true\n";
+    auto output_of = [&](const std::vector<std::string>& args) {
+        CommandResult r;
+        auto id = Submit(args, script, &r);
+        EXPECT_TRUE(id.has_value()) << r.err;
+        if (!id) return std::string();
+        EXPECT_TRUE(WaitUntil([&] { return JobFinished(*id); })) << ShowJob(*id)["JobState"];
+        return "\n" + ReadFile(ClusterDir() + "/state/slurm-" + *id + ".out");
+    };
+    const std::string on = output_of({"--flight-recorder=on"});
+    EXPECT_THAT(on, HasSubstr("\nSLURM_SPANK_AUTOHEAL_FLIGHT_RECORDER=on"));
+    EXPECT_THAT(on, HasSubstr("\nTORCH_NCCL_TRACE_BUFFER_SIZE=2000"));
+    EXPECT_THAT(on, HasSubstr("\nTORCH_NCCL_DEBUG_INFO_TEMP_FILE=" + ClusterDir() +
+                              "/state/autoheal/jobs/"));
+    const std::string resume = output_of({"--auto-resume"});
+    EXPECT_THAT(resume, HasSubstr("\nTORCH_NCCL_DUMP_ON_TIMEOUT=1"));
+    const std::string resume_off = output_of({"--auto-resume", "--flight-recorder=off"});
+    EXPECT_THAT(resume_off, HasSubstr("\nSLURM_SPANK_AUTOHEAL_FLIGHT_RECORDER=off"));
+    EXPECT_THAT(resume_off, Not(HasSubstr("\nTORCH_")));
+    EXPECT_THAT(output_of({}), Not(HasSubstr("\nTORCH_")));
 }
 
 TEST(JobSubmit, JobWithoutAutoResumeIsLeftAlone) {

@@ -4,8 +4,10 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace autoheal::testing {
@@ -109,6 +111,34 @@ bool EpilogRunning() {
     return false;
 }
 
+namespace {
+
+// `node` shows COMPLETING while no job is completing on it (squeue's completing jobs on it: none).
+// Slurm 24.11 leaves a node so when a job is requeued while completing just after a slurmctld
+// restart: the requeue rebuilds the job's completing-node bitmap from all its nodes
+// (build_cg_bitmap in _job_requeue_op), a node that had finished answers the restarted
+// controller's terminate request a second time, that answer ends the job's completion, and the
+// node whose epilog still ran is left with a completing job count that nothing but slurmctld's
+// own state recovery resets ("comp_job_cnt underflow" in slurmctld's log).
+bool StaleCompleting(const std::string& node, const std::string& state) {
+    if (state.find("COMPLETING") == std::string::npos) return false;
+    const CommandResult cg = RunCommand({"squeue", "-h", "-t", "CG", "-w", node, "-o", "%i"});
+    return cg.exit_code == 0 && cg.out.find_first_not_of(" \n") == std::string::npos;
+}
+
+// Restarts slurmctld (tests/cluster/restart-ctld.sh), which rebuilds every node's job counts from
+// the jobs it recovers: what an admin does for a node stuck COMPLETING.
+void RestartCtldForLostCompletion(const std::string& node) {
+    std::cerr << "harness: " << node
+              << " still COMPLETING 10 s after no job completes on it; restarting slurmctld\n";
+    const auto restart =
+        RunProcess({std::string(AUTOHEAL_SOURCE_DIR) + "/tests/cluster/restart-ctld.sh"},
+                   {"AUTOHEAL_CLUSTER_DIR=" + ClusterDir()});
+    if (restart.exit_code != 0) std::cerr << "harness: restart-ctld.sh: " << restart.err << "\n";
+}
+
+}  // namespace
+
 // Puts every node back in service and clears what autoheal keeps between jobs, so each
 // scenario starts from a healthy cluster with no history. A scenario may leave a reboot in
 // flight (asked for, or issued and the node's slurmd restarting): resuming such a node would
@@ -116,23 +146,42 @@ bool EpilogRunning() {
 // drained or down with no reboot pending are resumed — again on every pass, since a reboot that
 // completes after the first pass, or a slurmd that comes back late, can leave a node out. A
 // reboot still shown after 30 s (never issued, or a slurmd that did not come back) is cancelled
-// by the resume. autoheal's files and the lab's reboot and reset records are removed last, once no
-// epilog of the cluster still runs (EpilogSlurmctld may outlive the job's nodes becoming idle, and
-// would write into the next scenario's store).
+// by the resume. A node still COMPLETING 10 s after no job is completing on it has lost its
+// completion in slurmctld (StaleCompleting), and only a slurmctld restart clears it: done once.
+// autoheal's files and the lab's reboot and reset records are removed last, once no epilog of the
+// cluster still runs (EpilogSlurmctld may outlive the job's nodes becoming idle, and would write
+// into the next scenario's store).
 void ResetCluster() {
     std::map<std::string, std::chrono::steady_clock::time_point> reboot_seen;
     std::map<std::string, std::chrono::steady_clock::time_point> resumed_at;
+    std::map<std::string, std::chrono::steady_clock::time_point> stale_since;
     std::map<std::string, std::string> last_state;
+    bool ctld_restarted = false;
+    // The lab's nodes (4, or 16 for the storm scenarios' cluster), as slurmctld lists them.
+    std::set<std::string> nodes;
+    for (const std::string& n : Split(RunCommand({"sinfo", "-h", "-N", "-o", "%N"}).out, '\n')) {
+        if (!n.empty()) nodes.insert(n);
+    }
+    ASSERT_FALSE(nodes.empty()) << "sinfo listed no nodes";
     const bool idle = WaitUntil(
         [&] {
             bool all_idle = true;
-            for (int i = 1; i <= 4; ++i) {
-                const std::string node = "node" + std::to_string(i);
+            for (const std::string& node : nodes) {
                 const std::string state = ShowNode(node)["State"];
                 last_state[node] = state;
                 if (state == "IDLE") continue;
                 all_idle = false;
                 const auto now = std::chrono::steady_clock::now();
+                if (StaleCompleting(node, state)) {
+                    if (!ctld_restarted &&
+                        stale_since.emplace(node, now).first->second + std::chrono::seconds(10) <=
+                            now) {
+                        ctld_restarted = true;
+                        RestartCtldForLostCompletion(node);
+                    }
+                    continue;
+                }
+                stale_since.erase(node);
                 if (state.find("REBOOT") != std::string::npos) {
                     if (reboot_seen.emplace(node, now).first->second + std::chrono::seconds(30) >
                         now) {

@@ -255,6 +255,87 @@ TEST_F(E2E, FaultsEverywhereTripTheBreaker) {
     }
 }
 
+// 5b. GPU resets count (issue 13.2). With room for one node out, a GPU reset still running on one
+//     node (the lab's reset made to take 15 s) holds the next decision's drain of another node:
+//     no Slurm state shows the reset, the store's "asked" row does.
+TEST_F(E2E, AGpuResetStillRunningCountsAgainstTheBreaker) {
+    ConfigOverride breaker("  breaker: {max_fraction: 0.5, max_nodes: 2, window: 1h}\n",
+                           "  breaker: {max_fraction: 0.5, max_nodes: 1, window: 1h}\n");
+    const std::string reset = ClusterDir() + "/bin/fake-gpu-reset";
+    ConfigOverride slow(
+        "  gpu_reset_command: [" + reset + ", \"{gpu}\"]\n",
+        "  gpu_reset_command: [/bin/sh, -c, 'sleep 15; exec " + reset + " \"$0\"', \"{gpu}\"]\n");
+    TrainingJob a{"reset-a"};
+    TrainingJob b{"reset-b"};
+    // On two nodes (--exclusive: a node has two GPUs).
+    auto id_a = Track(a.Submit({"-N", "1", "--gpus-per-node=1", "--exclusive", "--auto-resume=3"}));
+    auto id_b = Track(b.Submit({"-N", "1", "--gpus-per-node=1", "--exclusive", "--auto-resume=3"}));
+    ASSERT_TRUE(id_a && id_b);
+    std::string node_a, node_b;
+    a.FailRun(*id_a, 0, 5, [&](const std::vector<std::string>& nodes) {
+        node_a = nodes.front();
+        InjectKernel(node_a, Xid(48, "0000:3b:00", "DBE (Double Bit Error) ECC Error (0x0)"));
+    });
+    ASSERT_TRUE(WaitUntil([&] {
+        return Query(
+                   "SELECT target FROM actions WHERE action = 'reset_gpu' AND outcome = "
+                   "'asked'") == std::vector<std::string>{node_a};
+    })) << AutohealLog();
+    b.FailRun(*id_b, 0, 5, [&](const std::vector<std::string>& nodes) {
+        node_b = nodes.front();
+        InjectKernel(node_b, Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
+    });
+    ASSERT_NE(node_a, node_b);
+    ASSERT_TRUE(WaitUntil([&] { return !Explanation(b, *id_b).empty(); }));
+    EXPECT_THAT(
+        Query("SELECT detail FROM actions WHERE action = 'held' AND target = '" + node_b + "'"),
+        ::testing::Contains(HasSubstr("drain (breaker)")));
+    EXPECT_TRUE(
+        Query("SELECT target FROM actions WHERE action = 'drain' AND outcome = 'done'").empty());
+    EXPECT_THAT(AutohealLog(), HasSubstr("1 of 4 nodes already taken out by autoheal or "
+                                         "resetting a GPU (limit 1)"));
+    // The reset's result (the node's word: done) replaces its row.
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+            return Query("SELECT outcome FROM actions WHERE action = 'reset_gpu'") ==
+                   std::vector<std::string>{"done"};
+        },
+        std::chrono::seconds(60)))
+        << AutohealLog();
+}
+
+// 5c. Issue 17: ranks that ran different collectives at one sequence number (a desync; the
+//     dumps of tests/fixtures/flight_recorder/desync, written by each rank as PyTorch does on
+//     its watchdog's timeout) are the job's own bug: not requeued, no node touched.
+TEST_F(E2E, AFlightRecorderDesyncIsTheJobsOwnBug) {
+    const std::string dir = ClusterDir() + "/state/e2e-desync";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy(std::string(AUTOHEAL_SOURCE_DIR) + "/tests/fixtures/flight_recorder/desync", dir);
+    ASSERT_TRUE(GiveToUser(dir, kJobUser));
+    const std::string script =
+        "#!/bin/bash\n"
+        "srun --ntasks-per-node=2 bash -c 'cp " +
+        dir +
+        "/nccl_trace_rank_${SLURM_PROCID} ${TORCH_NCCL_DEBUG_INFO_TEMP_FILE}${SLURM_PROCID}'\n"
+        "echo 'torch.distributed.DistBackendError: [Rank 0] Watchdog caught collective "
+        "operation timeout'\n"
+        "exit 1\n";
+    CommandResult r;
+    auto id = Track(Submit(
+        {"-N", "2", "--ntasks-per-node=2", "--gpus-per-node=1", "--auto-resume=3"}, script, &r));
+    ASSERT_TRUE(id) << r.err;
+    const std::string out = ClusterDir() + "/state/slurm-" + *id + ".out";
+    ASSERT_TRUE(WaitUntil([&] { return ReadFile(out).find("autoheal: ") != std::string::npos; },
+                          std::chrono::seconds(90)))
+        << ReadFile(out);
+    EXPECT_THAT(ReadFile(out), HasSubstr("autoheal: not requeued: the job failed by itself"));
+    EXPECT_THAT(ReadFile(out), HasSubstr("ALLREDUCE"));
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
+    EXPECT_TRUE(
+        Query("SELECT id FROM actions WHERE action IN ('drain', 'reboot', 'reset_gpu')").empty());
+}
+
 // 6. A node an admin drained by hand is never resumed, rebooted or re-labelled by autoheal.
 TEST_F(E2E, AdminDrainedNodeIsNeverTouched) {
     TrainingJob job{"admin"};
@@ -1021,6 +1102,75 @@ TEST_F(AgentE2E, AgentAsksAHungJobsRanksForDumpsAndExcludesTheCulpritsNode) {
     EXPECT_THAT(Nodes(info["NodeList"]), Not(::testing::Contains(culprit)));
     EXPECT_TRUE(
         Query("SELECT id FROM actions WHERE action IN ('drain', 'reboot', 'reset_gpu')").empty());
+}
+
+// 9. Power and temperature during the job (issue 17): on the job's node, GPU 1's (fake) NVML
+//    reports thermal slowdown for 90% of the time at a lower SM clock than GPU 0. The agent
+//    samples both every second (the lab's agent.sample_interval), the node epilog summarises the
+//    samples, the controller names GPU 1 the job's straggler, and the rule
+//    gpu-slowdown-during-job drains the node with the GPU in the reason.
+TEST_F(AgentE2E, AGpuInLongThermalSlowdownIsNamedAndItsNodeDrained) {
+    const std::string scenarios = ClusterDir() + "/lib/fake-gpu/scenarios/";
+    struct Remove {
+        std::string dir;
+        ~Remove() {
+            for (int i = 1; i <= 4; ++i) fs::remove(dir + "node" + std::to_string(i) + ".json");
+        }
+    } remove{scenarios};
+    for (int i = 1; i <= 4; ++i) {
+        std::ofstream(scenarios + "node" + std::to_string(i) + ".json") << R"({"gpus": [
+            {"minor": 0, "pci_bus_id": "0000:3b:00.0", "telemetry": {"sm_clock_mhz": 1980}},
+            {"minor": 1, "pci_bus_id": "0000:5d:00.0",
+             "telemetry": {"sm_clock_mhz": 1100, "thermal_violation_percent": 90}}]})";
+    }
+    TrainingJob job = HungJob("agent-thermal");
+    auto id = Track(job.Submit({"-N", "1", "--gpus-per-node=2"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "RUNNING"; }));
+    const std::string node = Nodes(ShowJob(*id)["NodeList"]).front();
+    const std::string record = StateDir() + "/jobs/" + *id + "/run0/" + node + ".telemetry.json";
+    // Three samples of each GPU (a second apart), then the job ends.
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+            const auto j = nlohmann::json::parse(ReadFile(record), nullptr, false);
+            if (j.is_discarded() || !j.contains("gpus") || j["gpus"].size() != 2) return false;
+            for (const auto& g : j["gpus"]) {
+                if (g.value("samples", 0) < 3) return false;
+            }
+            return true;
+        },
+        std::chrono::seconds(30)))
+        << ReadFile(record) << "\n"
+        << ReadFile(ClusterDir() + "/log/agent-" + node + ".out");
+    std::ofstream(job.fault() + "-stop") << "";
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(60)))
+        << ShowJob(*id)["JobState"];
+    ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
+    EXPECT_TRUE(WaitUntil([&] {
+        return ShowNode(node)["State"].find("DRAIN") != std::string::npos;
+    })) << ShowNode(node)["State"]
+        << "\n"
+        << AutohealLog();
+    EXPECT_THAT(ShowNode(node)["Reason"], HasSubstr("gpu_slowdown"));
+    EXPECT_THAT(ShowNode(node)["Reason"], HasSubstr("0000:5d:00.0"));
+    EXPECT_EQ(Query("SELECT cause || ' ' || gpu || ' ' || rule FROM incidents WHERE node = '" +
+                    node + "'"),
+              std::vector<std::string>{"gpu_slowdown 0000:5d:00.0 gpu-slowdown-during-job"});
+    const std::vector<std::string> evidence =
+        Query("SELECT evidence_json FROM incidents WHERE node = '" + node + "'");
+    ASSERT_EQ(evidence.size(), 1u);
+    EXPECT_THAT(evidence[0], HasSubstr("the job's straggler"));
+    EXPECT_THAT(evidence[0], ::testing::ContainsRegex("(8[5-9]|9[0-5])% by temperature"));
+    // Kept for `autoheal node` and `autoheal report`: both GPUs, GPU 1 the straggler.
+    EXPECT_EQ(Query("SELECT gpu || ' ' || straggler FROM gpu_telemetry WHERE job = '" + *id +
+                    "' ORDER BY gpu"),
+              (std::vector<std::string>{"0000:3b:00.0 0", "0000:5d:00.0 1"}));
+    // The node's report: both GPUs summarised; GPU 1 throttled by temperature most of the run.
+    const std::string report =
+        ReadFile(StateDir() + "/jobs/" + *id + "/run0/" + node + ".epilog.json");
+    EXPECT_THAT(report, HasSubstr("gpu-telemetry"));
+    EXPECT_THAT(report, HasSubstr("0000:3b:00.0"));
 }
 
 }  // namespace

@@ -224,6 +224,38 @@ TEST_F(PolicyTest, BrokenConfigKeepsThePreviousPolicy) {
         << r.err;
 }
 
+// policy.flight_recorder: off: --flight-recorder=on is refused at submit, and an --auto-resume
+// job's tasks get no recorder variables (the SPANK plugin reads the key in each task).
+TEST_F(PolicyTest, SiteFlightRecorderOffRefusesOnAndSetsNothing) {
+    const std::string original = ReadFile(ConfigPath());
+    const std::size_t at = original.find("policy:\n");
+    ASSERT_NE(at, std::string::npos) << original;
+    std::string off = original;
+    off.insert(at + 8, "  flight_recorder: off\n");
+    struct Restore {
+        std::string text;
+        ~Restore() { WriteConfig(text); }
+    } restore{original};
+    WriteConfig(off);
+    CommandResult r;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+            return !SubmitHeld({"--flight-recorder=on"}, &r) &&
+                   r.err.find(
+                       "--flight-recorder=on is not allowed on this cluster "
+                       "(policy.flight_recorder: off)") != std::string::npos;
+        },
+        kReloadLimit))
+        << r.err << SlurmctldLog();
+    auto id =
+        Submit({"--auto-resume"}, "#!/bin/bash\necho recorder; env | grep '^TORCH_' || true\n", &r);
+    ASSERT_TRUE(id.has_value()) << r.err;
+    ASSERT_TRUE(WaitUntil([&] { return JobFinished(*id); })) << ShowJob(*id)["JobState"];
+    const std::string out = ReadFile(ClusterDir() + "/state/slurm-" + *id + ".out");
+    EXPECT_THAT(out, HasSubstr("recorder"));
+    EXPECT_THAT(out, Not(HasSubstr("TORCH_")));
+}
+
 TEST_F(PolicyTest, AutoResumeJobCannotBeMadeNonRequeueable) {
     CommandResult r;
     auto id = SubmitHeld({"--auto-resume=2"}, &r);
@@ -301,7 +333,7 @@ TEST_F(PolicyScenario, WithOneNodeOutASecondFailingNodeIsHeldAndTheHoldRecorded)
     EXPECT_THAT(Query("SELECT target FROM actions WHERE action = 'drain' AND outcome = 'done'"),
                 ::testing::ElementsAre("node1"));
     EXPECT_THAT(AutohealLog(), HasSubstr("breaker open: 1 of 4 nodes already taken out by "
-                                         "autoheal (limit 1)"));
+                                         "autoheal or resetting a GPU (limit 1)"));
     EXPECT_THAT(ReadFile(StateDir() + "/quarantine.json"), HasSubstr("\"node2\""));
 }
 

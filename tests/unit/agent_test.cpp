@@ -380,6 +380,20 @@ TEST(AgentConfigTest, ReadsTheSettingsAndRefusesBadOnes) {
     EXPECT_FALSE(ParseAgentConfig(YAML::Load("{pol_interval_ms: 100}"), "a.yaml"));
 }
 
+TEST(AgentConfigTest, ReadsTheSampleInterval) {
+    EXPECT_DOUBLE_EQ(ParseAgentConfig(YAML::Node(), "a.yaml")->sample_seconds, 5);
+    EXPECT_DOUBLE_EQ(
+        ParseAgentConfig(YAML::Load("{sample_interval: 30s}"), "a.yaml")->sample_seconds, 30);
+    EXPECT_DOUBLE_EQ(
+        ParseAgentConfig(YAML::Load("{sample_interval: off}"), "a.yaml")->sample_seconds, 0);
+    for (const char* bad :
+         {"{sample_interval: 0s}", "{sample_interval: 2h}", "{sample_interval: fast}"}) {
+        auto r = ParseAgentConfig(YAML::Load(bad), "a.yaml");
+        ASSERT_FALSE(r) << bad;
+        EXPECT_NE(r.error().find("sample_interval"), std::string::npos) << r.error();
+    }
+}
+
 TEST(AgentConfigTest, ReadsTheHangWatchSettings) {
     EXPECT_EQ(ParseAgentConfig(YAML::Node(), "a.yaml")->hang_timeout_seconds, 0);
     auto c = ParseAgentConfig(

@@ -352,6 +352,11 @@ TEST_F(CtldEpilogTest, AWebhookThatNeverAnswersHoldsUpNoDecision) {
                                 "test", config.state_dir)
                   .value();
     ticket_budget_seconds = 1;
+    // Each Xid 64 asks its node for a GPU reset, which the next decisions count as out (the
+    // store is shared): the breaker would hold most of these jobs' actions, tickets included.
+    // What is tested here is the webhook's hold on decisions, so the breaker lets 20 through.
+    rc.breaker.max_nodes = 100;
+    rc.breaker.max_fraction = 1.0;
     constexpr int kJobs = 20;
     for (int i = 0; i < kJobs; ++i) slurm.AddNode("gpu" + std::to_string(i));
     const auto start = std::chrono::steady_clock::now();
@@ -659,6 +664,27 @@ TEST_F(CtldEpilogTest, DecideJobRecordsTheRunUnlessRequeuedElsewhere) {
     ASSERT_TRUE(again);
     EXPECT_FALSE(again->requeue);
     EXPECT_THAT(again->explanation, IsEmpty());
+}
+
+// Issue 13.2: GPU resets count. Two nodes still resetting a GPU an earlier decision asked for
+// (the store's "asked" rows) hold node2's drain at the limit of 2 of 4.
+TEST_F(CtldEpilogTest, DecideJobCountsGpuResetsStillRunningAgainstTheBreaker) {
+    auto incident = store->RecordIncident(IncidentRecord{.time = std::time(nullptr),
+                                                         .node = "node1",
+                                                         .cause = "gpu_hbm_memory",
+                                                         .dedup_key = "earlier"});
+    ASSERT_TRUE(incident) << incident.error();
+    for (const char* node : {"node1", "node3"}) {
+        ASSERT_TRUE(store->RecordAction(*incident, "reset_gpu", node, "asked", "").value());
+    }
+    DecisionInput in;
+    const JobTimes times = Job77WithXid79(&in);
+    auto d = DecideJob(Env(), &in, times, BreakerLock(config.state_dir, 1));
+    ASSERT_TRUE(d);
+    EXPECT_TRUE(d->breaker_open);
+    EXPECT_THAT(d->breaker_note, HasSubstr("2 of 4 nodes already taken out by autoheal or "
+                                           "resetting a GPU (limit 2)"));
+    EXPECT_EQ(in.cluster.busy_with_asked, (std::vector<std::string>{"node1", "node3"}));
 }
 
 // Issue 13.2: a decision that could not take the breaker lock (a prolog is draining under it,

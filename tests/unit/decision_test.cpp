@@ -413,6 +413,22 @@ TEST_F(DecisionTest, BreakerCountsNodesAutohealAlreadyTookOut) {
     EXPECT_FALSE(Decide(in_).breaker_open);
 }
 
+// Issue 13.2: GPU resets count. A reset asked of a node by an earlier decision and still running
+// shows in no Slurm state, only in the store (DecideJob reads it): it counts as out, once.
+TEST_F(DecisionTest, BreakerCountsNodesStillResettingAGpu) {
+    Kernel("node3", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
+    in_.cluster.busy_with_asked = {"node1", "node2"};
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.breaker_open);
+    EXPECT_THAT(d.breaker_note, HasSubstr("2 of 4 nodes already taken out by autoheal or "
+                                          "resetting a GPU (limit 2)"));
+    in_.cluster.busy_with_asked = {"node1"};
+    EXPECT_FALSE(Decide(in_).breaker_open);
+    // Out in Slurm and resetting: one node.
+    in_.cluster.nodes[0] = Node("node1", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
+    EXPECT_FALSE(Decide(in_).breaker_open);
+}
+
 // Issue 13.2: the breaker bounds what is out at once. Before, a node drained more than a window
 // ago stopped counting, so a systemic false positive drained up to the limit every hour.
 TEST_F(DecisionTest, BreakerCountsEveryNodeAutohealStillHoldsHoweverOld) {

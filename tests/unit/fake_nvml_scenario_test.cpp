@@ -73,3 +73,26 @@ TEST(FakeNvmlScenario, RefusesMistypedSections) {
 
 }  // namespace
 }  // namespace autoheal::fake_nvml
+
+namespace autoheal::fake_nvml {
+namespace {
+
+TEST(FakeNvmlScenario, ReadsTelemetryAndRefusesItOutOfRange) {
+    Scenario s = ParseScenario(R"({"gpus": [{"telemetry": {"power_watts": 500,
+        "power_swing_watts": 100, "thermal_violation_percent": 80, "sm_clock_mhz": 1400}}]})");
+    ASSERT_EQ(s.gpus.size(), 1u);
+    EXPECT_DOUBLE_EQ(s.gpus[0].telemetry.power_watts, 500);
+    EXPECT_DOUBLE_EQ(s.gpus[0].telemetry.thermal_violation_percent, 80);
+    EXPECT_EQ(s.gpus[0].telemetry.sm_clock_mhz, 1400u);
+    EXPECT_DOUBLE_EQ(ParseScenario("{}").gpus[0].telemetry.power_watts, 350);
+    EXPECT_THAT(ErrorOf(R"({"gpus": [{"telemetry": {"thermal_violation_percent": 101}}]})"),
+                ::testing::HasSubstr("telemetry"));
+    EXPECT_THAT(ErrorOf(R"({"gpus": [{"telemetry": {"power_watts": 100,
+                                       "power_swing_watts": 200}}]})"),
+                ::testing::HasSubstr("power_watts"));
+    EXPECT_THAT(ErrorOf(R"({"gpus": [{"telemetry": {"period_seconds": 0}}]})"),
+                ::testing::HasSubstr("period_seconds"));
+}
+
+}  // namespace
+}  // namespace autoheal::fake_nvml

@@ -103,15 +103,45 @@ TEST_F(IncidentStoreTest, OpenCreatesTheSchemaInWalMode) {
     Raw raw(path_);
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(raw.Query("PRAGMA user_version"), std::to_string(kIncidentSchemaVersion));
-    EXPECT_EQ(kIncidentSchemaVersion, 4);
-    for (const char* name : {"incidents", "actions", "tickets", "incidents_node_time",
-                             "incidents_gpu_time", "tickets_state_next_attempt", "job_runs",
-                             "job_runs_node_time", "runs", "runs_end_time"}) {
+    EXPECT_EQ(kIncidentSchemaVersion, 5);
+    for (const char* name :
+         {"incidents", "actions", "tickets", "incidents_node_time", "incidents_gpu_time",
+          "tickets_state_next_attempt", "job_runs", "job_runs_node_time", "runs", "runs_end_time",
+          "gpu_telemetry", "gpu_telemetry_node_time"}) {
         EXPECT_EQ(raw.Query(std::string("SELECT count(*) FROM sqlite_master WHERE name = '") +
                             name + "'"),
                   "1")
             << name;
     }
+}
+
+TEST_F(IncidentStoreTest, GpuTelemetryIsKeptPerRunNodeAndGpu) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    diag::GpuTelemetrySummary s;
+    s.gpu = "0000:5d:00.0";
+    s.seconds = 3600;
+    s.thermal_throttle_pct = 40;
+    s.temp_max = 88;
+    diag::EvidenceSet set;
+    diag::Evidence e = diag::TelemetryEvidence(s);
+    diag::AddPeerFields(&e, diag::PeerStanding{.clock_vs_peers = 71, .straggler = true}, 16);
+    diag::AddEvidence(&set, "t", e);
+    diag::AddEvidence(&set, "t", diag::Evidence{.signature = "xid"});  // not a GPU summary
+    auto added = store->RecordGpuTelemetry("7", 1, "node3", 1000, set);
+    ASSERT_TRUE(added && *added);
+    ASSERT_TRUE(store->RecordGpuTelemetry("7", 1, "node3", 1000, set).ok());  // idempotent
+    auto rows = store->GpuTelemetry(0, "node3");
+    ASSERT_TRUE(rows) << rows.error();
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ(rows->at(0).summary.gpu, "0000:5d:00.0");
+    EXPECT_EQ(rows->at(0).summary.thermal_throttle_pct, 40u);
+    EXPECT_EQ(rows->at(0).clock_vs_peers, 71u);
+    EXPECT_TRUE(rows->at(0).straggler);
+    EXPECT_EQ(rows->at(0).run, 1);
+    EXPECT_TRUE(store->GpuTelemetry(0, "node4")->empty());
+    EXPECT_EQ(store->GpuTelemetry(0, "")->size(), 1u);
+    EXPECT_TRUE(store->GpuTelemetry(1001, "")->empty());
 }
 
 TEST_F(IncidentStoreTest, ReopenIsANoOp) {
@@ -140,13 +170,13 @@ TEST_F(IncidentStoreTest, NewerSchemaIsRefusedAndLeftAlone) {
     {
         Raw raw(path_);
         raw.Exec("CREATE TABLE incidents (id INTEGER PRIMARY KEY, future TEXT)");
-        raw.Exec("PRAGMA user_version = 5");
+        raw.Exec("PRAGMA user_version = 6");
     }
     auto store = IncidentStore::Open(path_.string());
     ASSERT_FALSE(store.ok());
-    EXPECT_NE(store.error().find("schema version 5 is newer"), std::string::npos) << store.error();
+    EXPECT_NE(store.error().find("schema version 6 is newer"), std::string::npos) << store.error();
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "5");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "6");
     EXPECT_EQ(raw.Query("PRAGMA journal_mode"), "delete");  // not even switched to WAL
 }
 
@@ -225,6 +255,29 @@ TEST_F(IncidentStoreTest, ActionsAreIdempotent) {
     auto orphan = store->RecordAction(*id + 1000, "drain", "node-a", "drained", "");
     ASSERT_FALSE(orphan.ok());
     EXPECT_NE(orphan.error().find("FOREIGN KEY"), std::string::npos) << orphan.error();
+}
+
+// An action asked of a node (a GPU reset) is recorded "asked" at once, so the breaker of the
+// decisions meanwhile counts the node; its result replaces the row.
+TEST_F(IncidentStoreTest, AnAskedActionIsReplacedByItsResult) {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    auto id = store->RecordIncident(Incident(100, "node-a", "0000:3b:00.0", "k"));
+    ASSERT_TRUE(id.ok()) << id.error();
+    ASSERT_TRUE(store->RecordAction(*id, "reset_gpu", "node-a", "asked", "0000:3b:00.0").value());
+    ASSERT_TRUE(store->RecordAction(*id, "reset_gpu", "node-b", "asked", "0000:3b:00.0").value());
+    EXPECT_EQ(store->NodesWithActionsAsked(60).value(),
+              (std::vector<std::string>{"node-a", "node-b"}));
+    Raw(path_).Exec("UPDATE actions SET time = time - 120 WHERE target = 'node-b'");
+    EXPECT_EQ(store->NodesWithActionsAsked(60).value(), std::vector<std::string>{"node-a"});
+    Raw(path_).Exec("UPDATE actions SET time = time + 120 WHERE target = 'node-b'");
+    EXPECT_TRUE(store->RecordAction(*id, "reset_gpu", "node-a", "on-node", "reset").value());
+    EXPECT_EQ(store->NodesWithActionsAsked(60).value(), std::vector<std::string>{"node-b"});
+    // A result is final: nothing replaces it.
+    EXPECT_FALSE(store->RecordAction(*id, "reset_gpu", "node-a", "asked", "again").value());
+    Raw raw(path_);
+    EXPECT_EQ(raw.Query("SELECT outcome || ' ' || detail FROM actions WHERE target = 'node-a'"),
+              "on-node reset");
 }
 
 TEST_F(IncidentStoreTest, TicketsAreIdempotentOnDedupKey) {
@@ -524,7 +577,7 @@ TEST_F(IncidentStoreTest, AVersion1FileIsMigratedKeepingItsIncidents) {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
     Raw raw(path_);
-    EXPECT_EQ(raw.Query("PRAGMA user_version"), "4");
+    EXPECT_EQ(raw.Query("PRAGMA user_version"), "5");
     EXPECT_EQ(raw.Query("SELECT node FROM incidents"), "n1");
     EXPECT_EQ(raw.Query("SELECT gpu_serial FROM incidents"), "");
     EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE name = 'job_runs'"), "1");
@@ -687,7 +740,7 @@ TEST_F(IncidentStoreTest, InjectionLookingStringsAreStoredVerbatim) {
 
     Raw raw(path_);
     EXPECT_EQ(raw.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"),
-              "5");  // incidents, actions, tickets, job_runs, runs: none dropped
+              "6");  // incidents, actions, tickets, job_runs, runs, gpu_telemetry: none dropped
     EXPECT_EQ(raw.Query("SELECT detail FROM actions"), "?1 ?2 :x @y $z");
     EXPECT_EQ(raw.Query("SELECT dedup_key FROM incidents"), "key'; DELETE FROM tickets; --");
 }

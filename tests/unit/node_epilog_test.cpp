@@ -63,7 +63,9 @@ class NodeEpilogTest : public ::testing::Test, public EpilogTestEnv {
                 if (!text) continue;
                 auto d = DecisionRecordFromJson(*text).value();
                 auto results = CarryOutNodeActions(p.env, d, p.evidence.after);
-                if (!results.empty()) ASSERT_TRUE(WriteNodeResults(p.env, 0, results));
+                if (!results.empty()) {
+                    ASSERT_TRUE(WriteNodeResults(p.env, 0, results));
+                }
                 p.done = true;
             }
         };

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "autoheal/health/gpu_snapshot.h"
 
@@ -522,6 +523,35 @@ TEST(GpuSnapshotJson, MalformedInputIsNullopt) {
          }) {
         EXPECT_FALSE(SnapshotFromJson(text).has_value()) << text;
     }
+}
+
+}  // namespace
+}  // namespace autoheal::health
+
+namespace autoheal::health {
+namespace {
+
+// autoheal-agent's sampling reads only power, clocks, temperature, reasons and the violation
+// counters; the counters grow with time since the scenario file was written.
+TEST_F(NvmlBackendTest, TelemetryScopeReadsPowerClocksAndViolationCounters) {
+    UseScenario(R"({"gpus": [{"minor": 4, "temperature_c": 70,
+        "telemetry": {"power_watts": 450, "sm_clock_mhz": 1410,
+                      "thermal_violation_percent": 100}}]})");
+    const NodeSnapshot a = CollectSnapshot(kFakeNvml, Scope::kTelemetry);
+    ASSERT_EQ(a.gpus.size(), 1u);
+    const GpuSnapshot& g = a.gpus[0];
+    EXPECT_TRUE(g.errors.empty()) << g.errors.front();
+    EXPECT_EQ(g.minor, 4u);
+    EXPECT_EQ(g.power_mw, 450000u);
+    EXPECT_EQ(g.sm_clock_mhz, 1410u);
+    EXPECT_EQ(g.temperature_c, 70u);
+    EXPECT_EQ(g.power_violation_ns, 0u);
+    ASSERT_TRUE(g.thermal_violation_ns);
+    EXPECT_TRUE(g.name.empty());  // not read in this scope
+    EXPECT_FALSE(g.ecc_uncorrected_volatile);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const NodeSnapshot b = CollectSnapshot(kFakeNvml, Scope::kTelemetry);
+    EXPECT_GT(*b.gpus[0].thermal_violation_ns, *g.thermal_violation_ns);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autoheal/diag/taxonomy.h"
+#include "telemetry_report.h"
 
 namespace autoheal::cli {
 namespace {
@@ -321,6 +322,45 @@ TEST(Report, JsonCarriesTheFigures) {
     const auto none = nlohmann::json::parse(ReportJson(ComputeReport({}, {}, Window())));
     EXPECT_TRUE(none["mtbf_hours"].is_null());
     EXPECT_TRUE(none["ettr"]["optimal_interval_seconds"].is_null());
+}
+
+remediation::GpuTelemetryRow GpuRow(const std::string& node, unsigned temp, unsigned thermal,
+                                    bool straggler) {
+    remediation::GpuTelemetryRow r;
+    r.job = "1";
+    r.node = node;
+    r.time = 1'700'000'000;
+    r.summary.seconds = 7200;  // 2 GPU-hours
+    r.summary.temp_mean = temp;
+    r.summary.temp_max = temp + 5;
+    r.summary.thermal_throttle_pct = thermal;
+    r.summary.power_p5 = 300;
+    r.summary.power_p95 = 500;
+    r.straggler = straggler;
+    return r;
+}
+
+TEST(TelemetryReport, ThrottledGpuHoursHottestNodesAndSwings) {
+    const TelemetryReport r =
+        ComputeTelemetryReport({GpuRow("node1", 60, 0, false), GpuRow("node2", 80, 50, true),
+                                GpuRow("node2", 70, 25, false), GpuRow("node3", 65, 0, false)});
+    EXPECT_EQ(r.gpu_runs, 4);
+    EXPECT_DOUBLE_EQ(r.gpu_hours, 8);
+    EXPECT_DOUBLE_EQ(r.thermal_gpu_hours, 1.5);  // half of 2 h, a quarter of 2 h
+    EXPECT_DOUBLE_EQ(r.power_gpu_hours, 0);
+    EXPECT_EQ(r.stragglers, 1);
+    ASSERT_EQ(r.hottest.size(), 3u);
+    EXPECT_EQ(r.hottest[0].node, "node2");
+    EXPECT_DOUBLE_EQ(r.hottest[0].temp_mean, 75);
+    EXPECT_EQ(r.hottest[0].temp_max, 85u);
+    EXPECT_EQ(r.hottest[0].stragglers, 1);
+    EXPECT_EQ(r.hottest[1].node, "node3");
+    ASSERT_EQ(r.swing_by_hour.size(), 1u);
+    EXPECT_DOUBLE_EQ(r.swing_by_hour[0].second, 200);
+    const nlohmann::json j = TelemetryReportJson(r);
+    EXPECT_DOUBLE_EQ(j["throttled_gpu_hours"]["thermal"].get<double>(), 1.5);
+    EXPECT_EQ(j["hottest_nodes"][0]["node"], "node2");
+    EXPECT_TRUE(ComputeTelemetryReport({}).hottest.empty());
 }
 
 }  // namespace

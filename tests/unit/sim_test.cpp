@@ -191,7 +191,9 @@ TEST_F(SimTest, FaultsFasterThanRepairsTripTheBreaker) {
     const SimResult r = Run(Small(kXid79, 30));
     EXPECT_GT(r.autoheal.breaker_trips, 0);
     for (const FaultEvent& e : r.events) {
-        if (e.breaker_held) EXPECT_TRUE(e.taken_out.empty());
+        if (e.breaker_held) {
+            EXPECT_TRUE(e.taken_out.empty());
+        }
         EXPECT_TRUE(e.requeued);
     }
 }

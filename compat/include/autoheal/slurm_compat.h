@@ -7,6 +7,7 @@
  *        receive errors are gone.
  * 23.11  hostlist_t is the struct (callers hold hostlist_t *); the topology reply is opaque
  *        (record_count 0): it is read by printing it; slurm_print_topo_info_msg takes a node list.
+ *        24.11 cannot unpack it outside Slurm's tools (autoheal_topo_printable): scontrol prints.
  * 24.05  slurm_get_errno() gone (it was errno all along: callers read errno).
  * 25.05  slurm_load_topo() takes a topology name, slurm_print_topo_info_msg() a unit.
  * 25.11  job_desc_msg_t.job_id removed (step_id.job_id).
@@ -95,7 +96,8 @@ static inline int autoheal_load_topo(topo_info_response_msg_t **msg) {
 /* Whether a loaded topology can be printed. From 23.11 the reply is unpacked by the topology
  * plugin, which libslurm loads into the caller: 24.11's topology_tree.so needs symbols only
  * Slurm's own tools carry (libslurmfull's topo_conf), so in any other program its dlopen fails,
- * the reply comes back without its data, and printing it dereferences NULL. */
+ * the reply comes back without its data, and printing it dereferences NULL. Then the adapter
+ * has `scontrol show topology` print it (slurm_topology.h). */
 static inline int autoheal_topo_printable(const topo_info_response_msg_t *msg) {
 #if AUTOHEAL_SLURM_AT_LEAST(25, 5)
     return msg->topo_info != NULL;

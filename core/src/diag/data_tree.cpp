@@ -131,11 +131,11 @@ DataTree::Ref DataTree::AddContainer(Kind kind) {
     std::uint32_t index = 0;
     if (kind == Kind::kDict) {
         index = static_cast<std::uint32_t>(dicts_.size());
-        dicts_.emplace_back();
+        dicts_.emplace_back(arena_.get());
     } else {
         kind = Kind::kList;
         index = static_cast<std::uint32_t>(lists_.size());
-        lists_.emplace_back();
+        lists_.emplace_back(arena_.get());
     }
     nodes_.push_back(Node{kind, index, 0});
     return static_cast<Ref>(nodes_.size() - 1);

@@ -1,9 +1,12 @@
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/gpu_telemetry.h"
 #include "autoheal/diag/log_line.h"
 #include "autoheal/diag/taxonomy.h"
 
@@ -12,10 +15,23 @@ namespace {
 
 using Index = std::unordered_map<std::string_view, std::vector<const Evidence*>>;
 
+// A field's value as a number; nullopt when it is not one.
+std::optional<double> Number(std::string_view v) {
+    const std::string s(v);
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(d)) return std::nullopt;
+    return d;
+}
+
 bool PassesTests(const Evidence& e, const std::vector<FieldTest>& tests) {
     for (const FieldTest& t : tests) {
         auto v = e.Field(t.field);
         bool in = v && std::find(t.values.begin(), t.values.end(), *v) != t.values.end();
+        if (v && t.at_least) {
+            const std::optional<double> n = Number(*v);
+            in = in || (n && *n >= *t.at_least);
+        }
         if (in == t.negate) return false;
     }
     return true;
@@ -127,7 +143,8 @@ EvidenceKind KindOf(const std::vector<const Evidence*>& evidence) {
     constexpr EvidenceKind kOutput{"tool or job output", 0.8};
     EvidenceKind best = kOutput;
     for (const Evidence* e : evidence) {
-        if (e->signature == "nvml-delta" || e->signature == "health-check") {
+        if (e->signature == "nvml-delta" || e->signature == "health-check" ||
+            e->signature == kGpuTelemetrySignature) {
             if (best.ceiling < kCounter.ceiling) best = kCounter;
         } else if (IsKernelRecord(e->text)) {
             return kKernel;

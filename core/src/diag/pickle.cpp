@@ -158,6 +158,7 @@ class PickleReader {
         } else if (tree_.kind(target) == Kind::kDict) {
             if (items.size() % 2 != 0) return Bad(at, "odd number of dict items");
             auto& map = tree_.MutMap(target);
+            map.reserve(map.size() + items.size() / 2);
             for (std::size_t k = 0; k < items.size(); k += 2)
                 map.emplace_back(items[k], items[k + 1]);
         } else {

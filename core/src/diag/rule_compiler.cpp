@@ -260,8 +260,19 @@ bool Compiler::CompileValues(const ItemInfo& item, const YAML::Node& node, Field
         test->negate = !test->negate;
         return CompileValues(item, node["not"], test, depth + 1);
     }
+    if (node.IsMap() && node.size() == 1 && node["at_least"]) {
+        const YAML::Node n = node["at_least"];
+        double value = 0;
+        if (!n.IsScalar() || !YAML::convert<double>::decode(n, value) || !std::isfinite(value)) {
+            Error(item, n, "LOAD_ERR_YAML_VALIDATE", "at_least: expected a number");
+            return false;
+        }
+        if (!Grow(item, n, 1)) return false;
+        test->at_least = value;
+        return true;
+    }
     Error(item, node, "LOAD_ERR_YAML_VALIDATE",
-          "expected a value, a list of values, {list: NAME} or {not: ...}");
+          "expected a value, a list of values, {list: NAME}, {at_least: N} or {not: ...}");
     return false;
 }
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "autoheal/diag/gpu_telemetry.h"
 #include "rule_loader_internal.h"
 
 namespace autoheal::diag {
@@ -88,6 +89,18 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
          "never a node's evidence",
          {"timeout", "idle", "gpus", "util"},
          "timeout=600 idle=612 gpus=8 util=0"},
+        {kGpuTelemetrySignature,
+         "made by the node epilog from autoheal-agent's samples of one GPU during the run "
+         "(agent.sample_interval): percent of the time throttled by power, by temperature and in "
+         "hardware slowdown, power p5/p95 and swing (W), temperature max and mean (C), mean SM "
+         "clock (MHz); the controller adds the GPU's standing among the job's GPUs: "
+         "clock_vs_peers (percent of their median SM clock), temp_vs_peers (C above their "
+         "median), straggler (yes for the job's slowest GPU below 95%), peers",
+         {"gpu", "samples", "seconds", "power_throttle_pct", "thermal_throttle_pct",
+          "hw_slowdown_pct", "power_p5", "power_p95", "power_swing", "temp_max", "temp_mean",
+          "sm_clock_mean", "clock_vs_peers", "temp_vs_peers", "straggler", "peers"},
+         "gpu=0000:3b:00.0 seconds=3600 hw_slowdown_pct=42 thermal_throttle_pct=40 "
+         "clock_vs_peers=71 temp_vs_peers=9 straggler=yes"},
         {kHealthCheckSignature,
          "made by the node epilog: a check of the post-job health check failed (verdict: "
          "fail; reason, where the check gives one: wrong-result, peer-mismatch, cuda-error, "

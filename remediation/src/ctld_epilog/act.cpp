@@ -144,6 +144,10 @@ void ActOnPlan(const CtldEnv& env, const DecisionInput& in, const JobDecision& d
         }
         auto result = ActOnce(env, in, d, p, *action, out);
         if (!result) {
+            // Until its result replaces it, the row says the node is busy with it: the next
+            // decisions count the node against the breaker (NodesWithActionsAsked).
+            RecordOutcome(env, p.incident, action->id, plan.node, diag::Outcome::kAsked,
+                          plan.gpu + ": asked of the node");
             out->done.push_back(word + " " + plan.node + ": asked of the node");
             continue;
         }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
+#include "autoheal/remediation/telemetry_record.h"
 
 namespace autoheal::remediation {
 
@@ -82,6 +83,10 @@ void CollectReports(const CtldEnv& env, const JobTimes& times, DecisionInput* in
     for (const NodeReport& r : in->reports) {
         if (r.checkpoint) in->job.checkpoint = r.checkpoint;
     }
+    // Each GPU's power and clocks against the job's other GPUs (the straggler), for the rules.
+    std::vector<diag::EvidenceSet*> evidence;
+    for (NodeReport& r : in->reports) evidence.push_back(&r.evidence);
+    CompareJobGpus(evidence);
 }
 
 }  // namespace autoheal::remediation

@@ -1,4 +1,5 @@
-// DecideJob: every node's state (for the breaker), the decision (decision.h) and the job run.
+// DecideJob: every node's state and the GPU resets in flight (for the breaker), the decision
+// (decision.h) and the job run.
 #include <spdlog/spdlog.h>
 
 #include "autoheal/remediation/ctld_epilog_steps.h"
@@ -22,6 +23,16 @@ Result<JobDecision> DecideJob(const CtldEnv& env, DecisionInput* in, const JobTi
         in->cluster.nodes_known = false;
     }
     in->cluster.now = env.clock.Now();
+    // GPU resets other decisions asked of nodes and still running (each waits at most
+    // node_results_wait_seconds for its result, then records it).
+    auto busy = env.store.NodesWithActionsAsked(
+        static_cast<std::int64_t>(env.node_results_wait_seconds) + 60);
+    if (busy) {
+        in->cluster.busy_with_asked = std::move(*busy);
+    } else {
+        spdlog::error("autoheal: epilog-ctld: breaker: {}", busy.error());
+        in->cluster.nodes_known = false;
+    }
     JobDecision d = Decide(*in);
     if (times.requeued_elsewhere) {
         d.requeue = false;
@@ -39,6 +50,12 @@ bool RecordJobRunOf(const CtldEnv& env, const DecisionInput& in, const JobDecisi
         env.store.RecordJobRun(env.ctx.job_id, in.job.restart_count, in.job.nodes, in.cluster.now,
                                no_evidence ? "other" : d.outcome, in.job.user);
     if (!runs) spdlog::error("autoheal: epilog-ctld: {}", runs.error());
+    // Each GPU's power and temperature summary, for `autoheal node` and `autoheal report`.
+    for (const NodeReport& r : in.reports) {
+        auto t = env.store.RecordGpuTelemetry(env.ctx.job_id, in.job.restart_count, r.node,
+                                              in.cluster.now, r.evidence);
+        if (!t) spdlog::error("autoheal: epilog-ctld: {}", t.error());
+    }
     return runs.ok();
 }
 

@@ -1,4 +1,5 @@
 // LoadFacts: the job's state from Slurm, the nodes' history and the cluster's topology.
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -65,7 +66,12 @@ Result<JobTimes> LoadFacts(const CtldEnv& env, DecisionInput* in) {
     }
     auto recent = env.store.History(now - env.rc.correlation.window_seconds, "", "");
     if (recent) in->cluster.recent = std::move(*recent);
-    if (auto topo = env.slurm.Topology()) in->cluster.switches = std::move(*topo);
+    if (auto topo = env.slurm.Topology()) {
+        in->cluster.switches = std::move(*topo);
+    } else {
+        spdlog::warn("autoheal: epilog-ctld: {}; switches and blocks not known for this job",
+                     topo.error());
+    }
     return times;
 }
 

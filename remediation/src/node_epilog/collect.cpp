@@ -8,6 +8,7 @@
 #include "autoheal/remediation/job_files.h"
 #include "autoheal/remediation/node_epilog_steps.h"
 #include "autoheal/remediation/run_command.h"
+#include "autoheal/remediation/telemetry_record.h"
 
 namespace autoheal::remediation {
 namespace {
@@ -80,6 +81,9 @@ NodeEvidence CollectNodeEvidence(const NodeEpilogEnv& env) {
                                  diag::InputKind::kKernelLog);
 
     CollectGpuEvidence(env, baseline.snapshot, &ev);
+    // autoheal-agent's power and temperature samples of the run (telemetry_record.h).
+    AddTelemetryEvidence(env.config.state_dir, env.ctx.job_id, report.restart, env.ctx.node,
+                         &report.evidence, &report.problems);
     return ev;
 }
 

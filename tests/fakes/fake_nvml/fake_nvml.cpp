@@ -10,7 +10,9 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -87,6 +89,18 @@ void MaybeHang(const char* call, int gpu_index) {
 
 // Checks common to every device query: initialised, a handle this library gave out, the hang
 // and the GPU's unsupported list. On NVML_SUCCESS *gpu is the device.
+// Seconds since the scenario's t = 0 (SCENARIO.md, "telemetry").
+double ScenarioSeconds() {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return g_scenario.origin > 0 ? std::max(0.0, now - g_scenario.origin) : now;
+}
+
+// Whether t falls in the first `percent` of its period.
+bool InShare(double t, double period, double percent) {
+    return std::fmod(t, period) < period * percent / 100;
+}
+
 nvmlReturn_t Enter(const char* call, nvmlDevice_t device, const Gpu** gpu) {
     if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
     *gpu = nullptr;
@@ -155,6 +169,11 @@ nvmlReturn_t nvmlInit_v2(void) noexcept {
                         text = ss.str();
                     }
                     g_scenario = ParseScenario(text);
+                    struct stat st {};
+                    if (!path.empty() && stat(path.c_str(), &st) == 0) {
+                        g_scenario.origin = static_cast<double>(st.st_mtim.tv_sec) +
+                                            static_cast<double>(st.st_mtim.tv_nsec) / 1e9;
+                    }
                 } catch (const std::exception& e) {
                     std::fprintf(stderr, "fake_nvml: bad scenario %s: %s\n", path.c_str(),
                                  e.what());
@@ -433,13 +452,25 @@ nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int l
     });
 }
 
+// The scenario's reasons, with HW slowdown in its share of each period.
+unsigned long long CurrentReasons(const Gpu& gpu) {
+    const Telemetry& t = gpu.telemetry;
+    const bool slowed = t.hw_slowdown_percent > 0 &&
+                        InShare(ScenarioSeconds(), t.period_seconds, t.hw_slowdown_percent);
+    return gpu.clock_event_reasons | (slowed ? nvmlClocksEventReasonHwSlowdown : 0);
+}
+
 // ---- Thermal, clocks, processes, memory ---------------------------------------------------------
 
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                       unsigned int* temp) noexcept {
     return FAKE_NVML_DEVICE_QUERY(device, {
         if (sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
-        return Put(gpu->temperature_c, temp);
+        // The scenario's value as written (a test may give one no GPU reports) unless it rises.
+        if (gpu->telemetry.temperature_rise_c_per_minute <= 0) return Put(gpu->temperature_c, temp);
+        const double rise = gpu->telemetry.temperature_rise_c_per_minute * ScenarioSeconds() / 60;
+        const double cap = gpu->slowdown_temperature_c + 10.0;
+        return Put(static_cast<unsigned>(std::min(gpu->temperature_c + rise, cap)), temp);
     });
 }
 
@@ -463,14 +494,13 @@ nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(
     nvmlDevice_t device, unsigned long long* clocksEventReasons) noexcept {
     return FAKE_NVML_DEVICE_QUERY(
-        device, { return Put<unsigned long long>(gpu->clock_event_reasons, clocksEventReasons); });
+        device, { return Put<unsigned long long>(CurrentReasons(*gpu), clocksEventReasons); });
 }
 
 nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
     nvmlDevice_t device, unsigned long long* clocksThrottleReasons) noexcept {
-    return FAKE_NVML_DEVICE_QUERY(device, {
-        return Put<unsigned long long>(gpu->clock_event_reasons, clocksThrottleReasons);
-    });
+    return FAKE_NVML_DEVICE_QUERY(
+        device, { return Put<unsigned long long>(CurrentReasons(*gpu), clocksThrottleReasons); });
 }
 
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) noexcept {
@@ -518,6 +548,49 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
         if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
         utilization->gpu = gpu->utilization_gpu;
         utilization->memory = gpu->utilization_memory;
+        return NVML_SUCCESS;
+    });
+}
+
+// ---- Power and clocks over time (SCENARIO.md, "telemetry") -----------------------------------
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        const Telemetry& t = gpu->telemetry;
+        constexpr double kTwoPi = 6.283185307179586;
+        const double watts =
+            t.power_watts +
+            t.power_swing_watts * std::sin(kTwoPi * ScenarioSeconds() / t.period_seconds);
+        return Put(static_cast<unsigned>(watts * 1000), power);
+    });
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                    unsigned int* clock) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (type != NVML_CLOCK_SM && type != NVML_CLOCK_GRAPHICS) return NVML_ERROR_NOT_SUPPORTED;
+        return Put(gpu->telemetry.sm_clock_mhz, clock);
+    });
+}
+
+// The violation counters grow at their share of wall time from t = 0.
+nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,
+                                          nvmlViolationTime_t* violTime) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (violTime == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        double percent = 0;
+        if (perfPolicyType == NVML_PERF_POLICY_POWER) {
+            percent = gpu->telemetry.power_violation_percent;
+        } else if (perfPolicyType == NVML_PERF_POLICY_THERMAL) {
+            percent = gpu->telemetry.thermal_violation_percent;
+        } else {
+            return NVML_ERROR_NOT_SUPPORTED;
+        }
+        const auto now = std::chrono::system_clock::now().time_since_epoch();
+        violTime->referenceTime = static_cast<unsigned long long>(
+            std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+        violTime->violationTime =
+            static_cast<unsigned long long>(ScenarioSeconds() * 1e9 * percent / 100);
         return NVML_SUCCESS;
     });
 }

@@ -106,6 +106,31 @@ const json::array_t* List(const json& j, const char* key) {
     return &it->get_ref<const json::array_t&>();
 }
 
+void ParseTelemetry(const json& j, Telemetry* t) {
+    Take(j, "power_watts", &t->power_watts);
+    Take(j, "power_swing_watts", &t->power_swing_watts);
+    Take(j, "period_seconds", &t->period_seconds);
+    Take(j, "temperature_rise_c_per_minute", &t->temperature_rise_c_per_minute);
+    Take(j, "sm_clock_mhz", &t->sm_clock_mhz);
+    Take(j, "power_violation_percent", &t->power_violation_percent);
+    Take(j, "thermal_violation_percent", &t->thermal_violation_percent);
+    Take(j, "hw_slowdown_percent", &t->hw_slowdown_percent);
+    if (!(t->power_watts >= 0 && t->power_watts <= 5000 && t->power_swing_watts >= 0 &&
+          t->power_swing_watts <= t->power_watts)) {
+        throw Bad("telemetry.power_watts", "0 to 5000 W, a swing no larger than the mean");
+    }
+    if (!(t->period_seconds >= 1 && t->period_seconds <= 86400)) {
+        throw Bad("telemetry.period_seconds", "1 to 86400");
+    }
+    if (!(t->temperature_rise_c_per_minute >= 0 && t->temperature_rise_c_per_minute <= 100)) {
+        throw Bad("telemetry.temperature_rise_c_per_minute", "0 to 100");
+    }
+    for (double pct :
+         {t->power_violation_percent, t->thermal_violation_percent, t->hw_slowdown_percent}) {
+        if (!(pct >= 0 && pct <= 100)) throw Bad("telemetry", "percentages from 0 to 100");
+    }
+}
+
 Gpu ParseGpu(const json& j, unsigned i) {
     if (!j.is_object()) throw std::runtime_error("gpus[" + std::to_string(i) + "] not an object");
     Gpu g = HealthyGpu(i);
@@ -167,6 +192,7 @@ Gpu ParseGpu(const json& j, unsigned i) {
             throw Bad("utilization", "percentages from 0 to 100");
         }
     }
+    if (const json* t = Section(j, "telemetry")) ParseTelemetry(*t, &g.telemetry);
     if (const json::array_t* calls = List(j, "unsupported")) {
         for (const json& f : *calls) {
             g.unsupported.insert(Value<std::string>(f, "unsupported"));

@@ -20,6 +20,19 @@ struct Link {
     std::uint64_t recovery = 0;
 };
 
+// Power, clocks and throttling over time (the "telemetry" key; autoheal-agent samples them).
+// t: seconds since the scenario file was written (its mtime; 0 for the built-in scenario).
+struct Telemetry {
+    double power_watts = 350;                  // mean draw
+    double power_swing_watts = 0;              // + swing * sin(2 pi t / period)
+    double period_seconds = 60;                // of the power swing and of hw_slowdown_percent
+    double temperature_rise_c_per_minute = 0;  // temperature_c + rise * t / 60, capped
+    unsigned sm_clock_mhz = 1980;
+    double power_violation_percent = 0;    // the POWER violation counter grows at this share
+    double thermal_violation_percent = 0;  // of wall time; THERMAL likewise
+    double hw_slowdown_percent = 0;        // share of each period with the HW slowdown reason set
+};
+
 struct Gpu {
     unsigned index = 0;
     std::string name;
@@ -42,6 +55,7 @@ struct Gpu {
     unsigned processes = 0;
     std::uint64_t memory_used = 0, memory_total = 85520809984ULL;
     unsigned utilization_gpu = 0, utilization_memory = 0;  // percent; idle
+    Telemetry telemetry;
     std::set<std::string> unsupported;
 };
 
@@ -53,6 +67,7 @@ struct Hang {
 };
 
 struct Scenario {
+    double origin = 0;  // when t = 0, seconds since 1970 (the scenario file's mtime)
     std::string driver_version = "550.54.15";
     std::string nvml_version = "12.550.54.15";
     std::optional<nvmlReturn_t> init_error;

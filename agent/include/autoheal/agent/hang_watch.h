@@ -45,6 +45,10 @@ class HangWatch {
     // returns one line per thing done, for the log.
     std::vector<std::string> Poll();
 
+    // The node's running jobs at the last look (the telemetry sampler's list too: one job list
+    // from slurmctld per agent.hang_check_interval).
+    const std::vector<remediation::JobInfo>& running() const { return running_; }
+
   private:
     struct Watched {
         int restart = -1;
@@ -67,6 +71,7 @@ class HangWatch {
 
     const AgentEnv& env_;
     std::map<std::uint32_t, Watched> jobs_;
+    std::vector<remediation::JobInfo> running_;
     std::int64_t next_look_ms_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "autoheal/core/job_options.h"
 #include "autoheal/core/result.h"
 
 namespace autoheal {
@@ -31,6 +32,9 @@ struct PolicySettings {
     int quarantine_max_nodes = kDefaultQuarantineMaxNodes;
     double quarantine_max_fraction = kDefaultQuarantineMaxFraction;
     int quarantine_max_hours = kDefaultQuarantineMaxHours;
+    // PyTorch's flight recorder: auto-resume (for --auto-resume jobs), on or off; the SPANK plugin
+    // reads it in each task, the job_submit plugin refuses --flight-recorder=on when off.
+    FlightRecorderPolicy flight_recorder = FlightRecorderPolicy::kAutoResume;
 };
 
 // The settings the job_submit plugin applies: state_dir, the `policy:` section and

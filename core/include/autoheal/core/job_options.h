@@ -39,6 +39,9 @@ struct JobOptions {
     // autoheal-agent takes the job as hung; 0 = off (the site's default not applied); absent =
     // the site's default (agent.hang_timeout).
     std::optional<std::int64_t> hang_timeout;
+    // --flight-recorder=on|off: PyTorch's NCCL flight recorder for this job's tasks; absent =
+    // the site's default (policy.flight_recorder: on for --auto-resume jobs unless set).
+    std::optional<bool> flight_recorder;
 
     bool operator==(const JobOptions&) const = default;
 };
@@ -48,6 +51,7 @@ inline constexpr std::string_view kOptAutoResume = "auto-resume";
 inline constexpr std::string_view kOptCkptDir = "ckpt-dir";
 inline constexpr std::string_view kOptHealthCheck = "health-check";
 inline constexpr std::string_view kOptHangTimeout = "hang-timeout";
+inline constexpr std::string_view kOptFlightRecorder = "flight-recorder";
 
 // Where the options travel: one job-control entry, kEnvOptions, that the SPANK plugin writes
 // (spank_job_control_setenv) in place of the copies Slurm makes of every SPANK option given,
@@ -56,14 +60,16 @@ inline constexpr std::string_view kOptHangTimeout = "hang-timeout";
 // one entry. Slurm shows it as SPANK_AUTOHEAL_OPTIONS to Prolog/Epilog/EpilogSlurmctld, without
 // prefix to job_submit in job_desc->spank_job_env, and as SLURM_SPANK_AUTOHEAL_OPTIONS in the
 // batch job's environment. Its value holds the validated options (a resolved --ckpt-dir, the
-// default of a bare --auto-resume) as `auto_resume=N;health_check=T;hang_timeout=S;ckpt_dir=DIR`
-// (S in seconds): each field
+// default of a bare --auto-resume) as
+// `auto_resume=N;health_check=T;hang_timeout=S;flight_recorder=on|off;ckpt_dir=DIR` (S in
+// seconds): each field
 // only when given, in this order, ckpt_dir last and taking the rest of the value (a path may
 // hold ';').
 inline constexpr std::string_view kEnvOptions = "AUTOHEAL_OPTIONS";
-inline constexpr std::array<std::string_view, 4> kSlurmOptionCopies = {
+inline constexpr std::array<std::string_view, 5> kSlurmOptionCopies = {
     "_SLURM_SPANK_OPTION_autoheal_auto_resume", "_SLURM_SPANK_OPTION_autoheal_ckpt_dir",
-    "_SLURM_SPANK_OPTION_autoheal_health_check", "_SLURM_SPANK_OPTION_autoheal_hang_timeout"};
+    "_SLURM_SPANK_OPTION_autoheal_health_check", "_SLURM_SPANK_OPTION_autoheal_hang_timeout",
+    "_SLURM_SPANK_OPTION_autoheal_flight_recorder"};
 inline constexpr std::string_view kSpankEnvPrefix = "SPANK_";
 // The prefix sbatch gives the entries in the batch job's environment.
 inline constexpr std::string_view kJobSpankEnvPrefix = "SLURM_SPANK_";
@@ -73,6 +79,7 @@ inline constexpr std::string_view kScriptEnvAutoResume = "SLURM_SPANK_AUTOHEAL_A
 inline constexpr std::string_view kScriptEnvCkptDir = "SLURM_SPANK_AUTOHEAL_CKPT_DIR";
 inline constexpr std::string_view kScriptEnvHealthCheck = "SLURM_SPANK_AUTOHEAL_HEALTH_CHECK";
 inline constexpr std::string_view kScriptEnvHangTimeout = "SLURM_SPANK_AUTOHEAL_HANG_TIMEOUT";
+inline constexpr std::string_view kScriptEnvFlightRecorder = "SLURM_SPANK_AUTOHEAL_FLIGHT_RECORDER";
 
 inline constexpr std::size_t kMaxCkptDirLength = 1024;
 
@@ -93,6 +100,18 @@ inline constexpr std::int64_t kMaxHangTimeoutSeconds = 30LL * 86400;
 // --hang-timeout=DURATION|off: a duration (core/duration.h: 45s, 20m, 2h) from 1 s to 30 days, in
 // seconds; `off` (or 0) is 0: no hang detection for this job, whatever the site's default.
 Result<std::int64_t> ParseHangTimeout(std::string_view value);
+
+// --flight-recorder=on|off
+Result<bool> ParseFlightRecorder(std::string_view value);
+
+// The site's default for PyTorch's flight recorder (autoheal.yaml, policy.flight_recorder):
+// on for jobs with --auto-resume (the default), on for every job, or off for every job (a job's
+// --flight-recorder=on is then refused at submission).
+enum class FlightRecorderPolicy { kAutoResume, kOn, kOff };
+std::optional<FlightRecorderPolicy> FlightRecorderPolicyFromName(std::string_view name);
+// Whether a job's tasks get the flight recorder: never when the site turned it off; else the
+// job's --flight-recorder when given; else the site's default.
+bool FlightRecorderWanted(const JobOptions& options, FlightRecorderPolicy site);
 
 // The record of the options that are set: {kEnvOptions, value}, or nothing when none is.
 std::vector<std::pair<std::string, std::string>> ToJobControlEnv(const JobOptions& options);

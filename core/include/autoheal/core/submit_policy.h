@@ -45,6 +45,7 @@ struct SubmitPolicy {
     int quarantine_max_nodes = kDefaultQuarantineMaxNodes;           // policy.quarantine_max_nodes
     double quarantine_max_fraction = kDefaultQuarantineMaxFraction;  // of the cluster's nodes
     std::int64_t quarantine_max_seconds = std::int64_t{kDefaultQuarantineMaxHours} * 3600;
+    FlightRecorderPolicy flight_recorder = FlightRecorderPolicy::kAutoResume;
 };
 
 // The policy for the settings read from autoheal.yaml (ScanSubmitSettings) and a quarantine list.

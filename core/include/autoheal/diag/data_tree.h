@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <memory_resource>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,8 +34,10 @@ class DataTree {
   public:
     enum class Kind : std::uint8_t { kNone, kBool, kInt, kFloat, kString, kBytes, kList, kDict };
     using Ref = std::uint32_t;
-    using Items = std::vector<Ref>;                // kList (lists, tuples, sets)
-    using Map = std::vector<std::pair<Ref, Ref>>;  // kDict, in the order written
+    // A container's children live in the tree's own arena (a dump builds millions of small
+    // lists and dicts: allocating each from the heap and freeing it was a quarter of the time).
+    using Items = std::pmr::vector<Ref>;                // kList (lists, tuples, sets)
+    using Map = std::pmr::vector<std::pair<Ref, Ref>>;  // kDict, in the order written
 
     Ref root() const { return root_; }
     std::size_t size() const { return nodes_.size(); }
@@ -71,6 +75,10 @@ class DataTree {
     };
     std::vector<Node> nodes_;
     std::string strings_;
+    // Declared before the containers that allocate from it; a unique_ptr, so that a moved tree's
+    // containers keep pointing at a live arena.
+    std::unique_ptr<std::pmr::monotonic_buffer_resource> arena_ =
+        std::make_unique<std::pmr::monotonic_buffer_resource>();
     std::vector<Items> lists_;
     std::vector<Map> dicts_;
     Ref root_ = 0;

@@ -29,7 +29,8 @@
 //                            kinds on which `match` must hold and `unless` must not (at load)
 //   Any item may say `enabled: false`; a later file may redefine an item by name, or change
 //   some of its keys with `override: {KEY: replace|append}`.
-// CONDITION: {signature: NAME, where: {FIELD: VALUE | [VALUES] | {list: NAME} | {not: ...}},
+// CONDITION: {signature: NAME, where: {FIELD: VALUE | [VALUES] | {list: NAME} | {at_least: N} |
+//                                     {not: ...}},
 //             min_count: N} | {xid: CODES} | {sxid: CODES} | {nvml_delta: COUNTERS} |
 //            {health_check: CHECKS} | {regex: '...'} |
 //            {any: [CONDITION...]} | {all: [...]} | {not: CONDITION}
@@ -71,6 +72,7 @@ struct FieldTest {
     std::string field;
     std::vector<std::string> values;  // any of
     bool negate = false;              // none of
+    std::optional<double> at_least;   // or a number >= this ({at_least: N})
 };
 
 struct Condition {
@@ -143,6 +145,8 @@ inline constexpr const char* kNvmlDeltaSignature = "nvml-delta";
 inline constexpr const char* kHealthCheckSignature = "health-check";
 // autoheal-agent's: a job with a hang timeout stopped advancing (agent/hang_watch.h).
 inline constexpr const char* kJobHangSignature = "job-hang";
+// The node epilog's summary of autoheal-agent's power and temperature samples of one GPU
+// (gpu_telemetry.h), with the controller's comparison against the job's other GPUs.
 
 // Fields the analyzers add to evidence of pattern signatures (beyond their named groups):
 // every signature gets `host` when its line names one; `xid` lines of NVLink Xids get the

@@ -68,6 +68,12 @@ namespace autoheal::diag {
       "Silent data corruption", "wrong results from a GPU without an error")                     \
     X(kGpuThermal, "gpu_thermal", kGpu, true, kNode, false, kRma, true,                          \
       "GPU thermal interface + sensor", "GPU thermal slowdown, interface or sensor fault")       \
+    X(kGpuSlowdown, "gpu_slowdown", kGpu, false, kNode, false, kNone, true,                     \
+      "GPU slowdown (power, thermal)",                                                           \
+      "the GPU spent much of the job in hardware slowdown or thermal capping (agent sampling)")  \
+    X(kGpuStraggler, "gpu_straggler", kGpu, false, kNobody, false, kNone, true,                  \
+      "GPU slower or hotter than its peers",                                                     \
+      "the GPU ran well below its job's median clock, or hotter than the job's other GPUs")      \
     X(kNetworkSwitchCable, "network_switch_cable", kNetwork, true, kNode, false, kNetwork, true, \
       "Network switch/cable", "fabric link, switch port or cable (IB retry-exceeded, link down)") \
     X(kNic, "nic", kNetwork, true, kNode, false, kRma, true, "NIC",                              \
@@ -152,6 +158,7 @@ namespace autoheal::diag {
     X(kOpened, "opened", "ticket opened (delivered by the ticket sinks)")                        \
     X(kLogged, "logged", "logged for the admins (notify)")                                       \
     X(kOnNode, "on-node", "carried out by the node's own epilog (detail: its result)")           \
+    X(kAsked, "asked", "asked of the node; its result not back yet (counts against the breaker)") \
     X(kRefused, "refused", "not done: the node refused (a process still used the GPU)")         \
     X(kRaised, "raised", "alert raised")                                                         \
     X(kNotOut, "not-out", "nothing to resume: the node was not out of service")

@@ -62,6 +62,13 @@ struct GpuSnapshot {
     std::optional<unsigned> utilization_gpu;  // percent of the last sample period a kernel ran
     // Percent of the last sample period device memory was read or written.
     std::optional<unsigned> utilization_memory;
+    // Power and clocks (autoheal-agent's sampling, gpu_telemetry.h): the board's power draw in
+    // milliwatts, the SM clock in MHz, and NVML's violation counters (ns the clocks were held
+    // down by the power and the thermal policy since the driver loaded: they only grow).
+    std::optional<unsigned> power_mw;
+    std::optional<unsigned> sm_clock_mhz;
+    std::optional<std::uint64_t> power_violation_ns;
+    std::optional<std::uint64_t> thermal_violation_ns;
 
     std::vector<std::string> errors;  // "nvmlDeviceGetRemappedRows: Not Supported", ...
 };

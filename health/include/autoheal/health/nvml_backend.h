@@ -17,10 +17,15 @@
 
 namespace autoheal::health {
 
+// What a snapshot reads of each GPU: everything (the checks, the prolog's baseline), or only
+// what autoheal-agent samples while a job runs (PCI id, minor number, temperature, clock event
+// reasons, power, SM clock, violation counters), which costs a few NVML calls per GPU.
+enum class Scope { kFull, kTelemetry };
+
 // Reads every GPU NVML sees. `library` is the path or soname to dlopen. Never throws; errors
 // of single queries are recorded in GpuSnapshot::errors, a missing library or a failed
 // nvmlInit in NodeSnapshot::problem with driver_present = false.
-NodeSnapshot CollectSnapshot(const std::string& library);
+NodeSnapshot CollectSnapshot(const std::string& library, Scope scope = Scope::kFull);
 
 // CollectSnapshot in a child process (isolation.h), waited for until `deadline`. `snapshot` is
 // absent when the child did not finish: `timed_out` (NVML did not answer: it was killed) or it
@@ -31,6 +36,7 @@ struct IsolatedSnapshot {
     int exit_status = -1;
 };
 IsolatedSnapshot CollectSnapshotIsolated(const std::string& library,
-                                         std::chrono::steady_clock::time_point deadline);
+                                         std::chrono::steady_clock::time_point deadline,
+                                         Scope scope = Scope::kFull);
 
 }  // namespace autoheal::health

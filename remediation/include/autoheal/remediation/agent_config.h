@@ -7,6 +7,8 @@
 //     hang_timeout: off     # the site's --hang-timeout for --auto-resume jobs (a duration or off)
 //     hang_check_interval: 30s  # how often jobs are looked at for a hang, 1s..1h
 //     hang_dump_wait: 20s   # how long a hung job's flight recorder dumps are waited for, 1s..10m
+//     sample_interval: 5s   # how often the GPUs of the node's jobs are sampled (power,
+//                           # temperature, clocks; agent/telemetry_sampler.h), 1s..1h, or off
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -37,6 +39,9 @@ struct AgentConfig {
     std::int64_t hang_timeout_seconds = 0;
     double hang_check_seconds = 30;
     double hang_dump_wait_seconds = 20;
+    // The GPUs of the node's jobs are sampled this often (0: off); the job list is the hang
+    // watch's, refreshed every hang_check_seconds.
+    double sample_seconds = 5;
 };
 
 // Refuses unknown keys, an unknown on_fault and values out of range, naming file:line:column.

@@ -69,8 +69,11 @@ struct JobFacts {
 };
 
 struct ClusterView {
-    std::vector<NodeInfo> nodes;              // every node, for the breaker
-    bool nodes_known = true;                  // false: Slurm's node states could not be read
+    std::vector<NodeInfo> nodes;  // every node, for the breaker
+    bool nodes_known = true;      // false: Slurm's node states could not be read
+    // Nodes carrying out an action asked of them (a GPU reset) whose result is not back: out of
+    // service for the breaker while it runs, though Slurm shows them in service.
+    std::vector<std::string> busy_with_asked;
     std::vector<SwitchInfo> switches;         // topology; empty without one
     std::vector<diag::HistoryRecord> recent;  // incidents within the correlation window
     std::int64_t now = 0;

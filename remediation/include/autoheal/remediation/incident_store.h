@@ -23,13 +23,14 @@
 
 #include "autoheal/core/result.h"
 #include "autoheal/diag/diagnosis.h"
+#include "autoheal/diag/gpu_telemetry.h"
 
 struct sqlite3;
 
 namespace autoheal::remediation {
 
 // The schema version this build writes (PRAGMA user_version once migrated).
-inline constexpr int kIncidentSchemaVersion = 4;
+inline constexpr int kIncidentSchemaVersion = 5;
 
 // The most records History(), Incidents(), Actions() and Tickets() return.
 inline constexpr int kHistoryLimit = 1000;
@@ -53,6 +54,18 @@ struct IncidentRecord {
     // deduplication, every call records a new incident.
     std::string dedup_key;
     std::string gpu_serial;  // the board's serial number, when the node's epilog read it
+};
+
+// One GPU of one job run: the node epilog's power and temperature summary (a gpu-telemetry
+// item, diag/gpu_telemetry.h) with the controller's comparison against the job's other GPUs.
+struct GpuTelemetryRow {
+    std::string job;
+    int run = 0;
+    std::string node;
+    std::int64_t time = 0;  // when the run was decided
+    diag::GpuTelemetrySummary summary;
+    unsigned clock_vs_peers = 100;
+    bool straggler = false;
 };
 
 // An incident as read back.
@@ -159,7 +172,8 @@ class IncidentStore {
 
     // Records that `action` was taken on `target` (a node, a GPU, a job) for an incident, at the
     // current wall-clock time. Returns true when recorded, false when that (incident, action,
-    // target) was already recorded (the earlier outcome is kept). Unknown incident: error.
+    // target) was already recorded (the earlier outcome is kept) — except an "asked" one (an
+    // action asked of a node), which its result replaces. Unknown incident: error.
     Result<bool> RecordAction(std::int64_t incident_id, const std::string& action,
                               const std::string& target, const std::string& outcome,
                               const std::string& detail);
@@ -210,11 +224,24 @@ class IncidentStore {
     Result<std::vector<std::string>> JobRunUsers(const std::string& node,
                                                  const std::string& outcome, std::int64_t since);
 
+    // Records the gpu-telemetry items of a job run (idempotent per job, run, node and GPU).
+    Result<bool> RecordGpuTelemetry(const std::string& job, int run, const std::string& node,
+                                    std::int64_t time, const diag::EvidenceSet& evidence);
+    // The GPU summaries of runs decided since `since`, of `node` (all nodes when empty), newest
+    // first, at most kRunsLimit.
+    Result<std::vector<GpuTelemetryRow>> GpuTelemetry(std::int64_t since, const std::string& node);
+
     // Records a decided job run; idempotent per (job, run): true when added.
     Result<bool> RecordRun(const RunRecord& run);
 
     // Incidents matching `query`, newest first.
     Result<std::vector<IncidentRow>> Incidents(const IncidentQuery& query);
+
+    // The nodes with an action asked of them (outcome "asked": a GPU reset the node epilog is
+    // carrying out) whose result has not come back, asked at most `max_age_seconds` ago by the
+    // store's clock (the one that stamped the rows; an older row is of a controller that died
+    // waiting), sorted.
+    Result<std::vector<std::string>> NodesWithActionsAsked(std::int64_t max_age_seconds);
 
     // Actions since `since` (on `target` when not empty), newest first, at most kHistoryLimit.
     Result<std::vector<ActionRow>> Actions(std::int64_t since, const std::string& target);

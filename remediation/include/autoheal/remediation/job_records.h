@@ -150,6 +150,9 @@ std::string PrologBaselineToJson(const PrologBaseline& baseline,
 // Refuses non-JSON, a version newer than kPrologBaselineVersion, a kernel_cursor that is not
 // text and a snapshot that is not one. No version: version 1.
 Result<PrologBaseline> PrologBaselineFromJson(const std::string& json);
+// The prolog's baseline of `job` on `node` (PrologFile), read and parsed.
+Result<PrologBaseline> ReadPrologBaseline(const std::string& state_dir, const std::string& job,
+                                          const std::string& node);
 
 // What autoheal-agent saw and did while a run was going (AgentFile): the interrupting evidence
 // (typed items, as a node report carries them), the diagnosis, and what it did to the job. The

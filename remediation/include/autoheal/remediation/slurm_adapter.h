@@ -1,5 +1,6 @@
-// The real SlurmClient (slurm_client.h): Slurm's C API through -lslurm. The code that differs
-// between Slurm releases lives here and in slurm_reboot.cpp only.
+// The real SlurmClient (slurm_client.h): Slurm's C API through -lslurm (and `scontrol show
+// topology` where a release's topology reply cannot be read in this program, slurm_topology.h).
+// The code that differs between Slurm releases lives behind this seam, in slurm_compat.h.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,9 @@ class SlurmAdapter final : public SlurmClient {
     Result<bool> SetDrain(const std::string& node, const std::string& reason) override;
     Result<bool> RequestReboot(const std::string& node, const std::string& reason) override;
     Result<bool> SetResume(const std::string& node) override;
+
+  private:
+    std::string slurm_conf_;  // for the Slurm commands run for it (scontrol show topology)
 };
 
 // The code of a Slurm errno: kUnavailable when slurmctld did not answer (connection, send,

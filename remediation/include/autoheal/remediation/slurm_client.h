@@ -1,7 +1,8 @@
 // SlurmClient: every call autoheal makes to Slurm goes through this interface, so the epilogs'
 // steps run in unit tests against a fake cluster (sim/memory_slurm.h, also what `autoheal simulate`
-// runs on) and the real one (slurm_adapter.h: Slurm's C API, -lslurm, no shelling out to scontrol)
-// holds the only Slurm-release-specific code. The rules for touching nodes live here, once, for
+// runs on) and the real one (slurm_adapter.h: Slurm's C API, -lslurm; scontrol only to print the
+// topology where a release's reply cannot be read otherwise) holds the only Slurm-release-specific
+// code. The rules for touching nodes live here, once, for
 // both:
 // - a node drained or down for a reason autoheal did not set ("autoheal: ..." prefix) is never
 //   drained again, relabelled, rebooted or resumed: an admin put it there;
@@ -67,10 +68,12 @@ struct JobUpdate {
     std::optional<std::string> admin_comment;
 };
 
+// A switch of topology/tree, or a block of topology/block (an NVL72 rack: a blast-radius unit like
+// a leaf switch, level 0; an aggregated block is level 1).
 struct SwitchInfo {
     std::string name;
-    int level = 0;                   // 0 = leaf
-    std::vector<std::string> nodes;  // nodes directly under it (leaves only)
+    int level = 0;                   // 0 = leaf (or block)
+    std::vector<std::string> nodes;  // nodes directly under it
 };
 
 class SlurmClient {
@@ -103,7 +106,7 @@ class SlurmClient {
     // Ends a running job (every step and the batch script killed); Slurm records it CANCELLED.
     virtual Result<bool> EndJob(std::uint32_t job_id) = 0;
 
-    // The switch tree from Slurm's topology plugin (topology/tree); empty without one.
+    // The switches (topology/tree) or blocks (topology/block) from Slurm; empty without any.
     virtual Result<std::vector<SwitchInfo>> Topology() = 0;
 
   protected:
