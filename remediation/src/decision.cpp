@@ -367,8 +367,8 @@ void PlanLemons(const DecisionInput& in, JobDecision* decision) {
     }
 }
 
-// 5. The breaker: only actions that take a node out of service count. Past the limit, a plan's
-// actions are held and its node is quarantined instead.
+// 5. The breaker: only actions that take a node out of service count. Past the limit, those of a
+// plan are held and its node is quarantined instead; its tickets and notices still go out.
 void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
     JobDecision& out = *decision;
     const RemediationConfig& config = *in.config;
@@ -391,8 +391,15 @@ void ApplyBreaker(const DecisionInput& in, JobDecision* decision) {
             continue;
         }
         out.breaker_open = true;
-        for (const std::string& a : p.actions) p.held.push_back(a + " (breaker)");
-        p.actions.clear();
+        std::vector<std::string> kept;  // tickets and notify go through
+        for (const std::string& a : p.actions) {
+            if (diag::CountsAgainstBreaker(a)) {
+                p.held.push_back(a + " (breaker)");
+            } else {
+                kept.push_back(a);
+            }
+        }
+        p.actions = std::move(kept);
         AddUnique(&out.quarantine, p.node);
     }
     if (out.breaker_open && !in.cluster.nodes_known) {

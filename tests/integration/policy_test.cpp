@@ -332,6 +332,10 @@ TEST_F(PolicyScenario, WithOneNodeOutASecondFailingNodeIsHeldAndTheHoldRecorded)
                 ::testing::Contains(HasSubstr("drain (breaker)")));
     EXPECT_THAT(Query("SELECT target FROM actions WHERE action = 'drain' AND outcome = 'done'"),
                 ::testing::ElementsAre("node1"));
+    // The breaker holds what takes node2 out, not its RMA ticket.
+    EXPECT_THAT(Query("SELECT outcome FROM actions WHERE action = 'rma_ticket' AND target = "
+                      "'node2'"),
+                ::testing::ElementsAre("opened"));
     EXPECT_THAT(AutohealLog(), HasSubstr("breaker open: 1 of 4 nodes already taken out by "
                                          "autoheal or resetting a GPU (limit 1)"));
     EXPECT_THAT(ReadFile(StateDir() + "/quarantine.json"), HasSubstr("\"node2\""));

@@ -444,6 +444,20 @@ TEST_F(DecisionTest, BreakerCountsEveryNodeAutohealStillHoldsHoweverOld) {
     EXPECT_EQ(NodesTakenOut(in_.cluster.nodes), 2);
 }
 
+// Issue 13: past the limit only what takes a node out is held; the plan's RMA ticket still goes
+// out (admin guide, "The breaker": tickets and notify always go through).
+TEST_F(DecisionTest, BreakerHoldsTheTakeOutButNotTheTicket) {
+    in_.cluster.nodes[0] = Node("node1", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
+    in_.cluster.nodes[1] = Node("node2", true, "autoheal: faulty_gpu", in_.cluster.now - 10);
+    Kernel("node3", {Xid(64, "0000:3b:00", "Row remapping failed")});
+    JobDecision d = Decide(in_);
+    EXPECT_TRUE(d.breaker_open);
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("rma_ticket"));
+    EXPECT_THAT(d.plans[0].held, ElementsAre("drain (breaker)", "reset_gpu (breaker)"));
+    EXPECT_THAT(d.quarantine, ElementsAre("node3"));
+}
+
 // When Slurm's node states cannot be read, how many nodes autoheal holds is unknown: it takes
 // no node out (the actions are held), and the job is still requeued.
 TEST_F(DecisionTest, BreakerHoldsEveryTakeOutWhenTheNodeStatesAreUnknown) {

@@ -31,9 +31,8 @@ void ActOnSwitch(const CtldEnv& env, const DecisionInput& in, const JobDecision&
     auto id = env.store.RecordIncident(rec);
     if (!id) return;
     constexpr diag::Action kTicket = diag::Action::kNetworkTicket;
-    if (env.rc.dry_run || d.breaker_open) {
-        RecordOutcome(env, *id, kTicket, d.network->name,
-                      env.rc.dry_run ? diag::Outcome::kDryRun : diag::Outcome::kHeld, d.summary);
+    if (env.rc.dry_run) {  // a ticket takes no node out: the breaker does not hold it
+        RecordOutcome(env, *id, kTicket, d.network->name, diag::Outcome::kDryRun, d.summary);
     } else {
         const std::string kind(diag::ToString(diag::Info(kTicket).ticket));
         auto t = OpenTickets(
