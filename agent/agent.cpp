@@ -1,11 +1,13 @@
 // autoheal-agent — the node daemon (one per compute node, root; systemd unit
-// autoheal-agent.service): follows the kernel log live and acts on a fault the rules mark
-// `interrupts_job` while the job still runs (agent/include/autoheal/agent/fault_handler.h).
+// autoheal-agent.service): follows the kernel log live, and NVML's Xid events
+// (xid_event_watch.h), and acts on a fault the rules mark `interrupts_job` while the job still
+// runs (agent/include/autoheal/agent/fault_handler.h).
 //   autoheal-agent [--node NAME]     NAME: the node's Slurm name (default: the short hostname)
 // Samples the power and temperature of the node's jobs' GPUs every agent.sample_interval
-// (agent/include/autoheal/agent/telemetry_sampler.h). Runs until SIGTERM or SIGINT; writes a
-// heartbeat (state_dir/jobs/agents/<node>.json) every agent.heartbeat_interval. Exits 1 when it
-// cannot start (config, rules), 2 on usage.
+// (agent/include/autoheal/agent/telemetry_sampler.h), and compares NVML's error counters of all
+// its GPUs with the last reading every agent.counter_interval (counter_watch.h). Runs until SIGTERM
+// or SIGINT; writes a heartbeat (state_dir/jobs/agents/<node>.json) every agent.heartbeat_interval.
+// Exits 1 when it cannot start (config, rules), 2 on usage.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -15,10 +17,12 @@
 #include <string>
 #include <thread>
 
+#include "autoheal/agent/counter_watch.h"
 #include "autoheal/agent/fault_handler.h"
 #include "autoheal/agent/hang_watch.h"
 #include "autoheal/agent/kernel_follower.h"
 #include "autoheal/agent/telemetry_sampler.h"
+#include "autoheal/agent/xid_event_watch.h"
 #include "autoheal/core/program.h"
 #include "autoheal/remediation/agent_config.h"
 #include "autoheal/remediation/agent_heartbeat.h"
@@ -39,6 +43,22 @@ std::string ShortHostname() {
     return h.substr(0, h.find('.'));
 }
 
+// Where the node's slurmd keeps its step sockets (node_jobs.h), asked of slurmctld until it
+// answers, at most once a minute; until then the node's jobs come from the whole job table.
+void FindSlurmdSpoolDir(rem::SlurmAdapter& slurm, agent::AgentEnv* env,
+                        std::chrono::steady_clock::time_point* next_try) {
+    if (!env->slurmd_spool_dir.empty() || std::chrono::steady_clock::now() < *next_try) return;
+    *next_try = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    auto dir = slurm.SlurmdSpoolDir(env->node, ShortHostname());
+    if (!dir) {
+        spdlog::warn("autoheal: agent: {}: the node's jobs are read from slurmctld's job table",
+                     dir.error());
+        return;
+    }
+    env->slurmd_spool_dir = *dir;
+    spdlog::info("autoheal: agent: node={}: jobs from the steps in {}", env->node, *dir);
+}
+
 int Run(const rem::ProgramStart& start, const std::string& node) {
     const autoheal::Config& config = start.settings.core;
     const rem::RemediationConfig& rc = start.settings.remediation;
@@ -47,32 +67,40 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
     if (!engine) return spdlog::error("autoheal: agent: {}", engine.error()), 1;
     rem::SlurmAdapter slurm(rc.slurm_conf);
     rem::SystemClock clock;
-    const agent::AgentEnv env{config, rc,   rc.tickets,           ac, *engine, slurm,
-                              clock,  node, start.settings.health};
+    agent::AgentEnv env{config, rc,   rc.tickets,           ac, *engine, slurm,
+                        clock,  node, start.settings.health};
+    auto next_spool_try = std::chrono::steady_clock::now();
     agent::HangWatch hang_watch(env);
+    agent::CounterWatch counters(env);
+    agent::XidEventWatch xid_events(env);
     agent::TelemetrySampler sampler(env);
     // Where it is in the kernel log, in this node's state_dir: a restarted agent reads what came
     // while it was down.
     agent::KernelFollower follower(rem::KernelLogFor(rc, node), rc.kernel_log_max_bytes,
                                    config.state_dir + "/agent-" + node + ".kernel-position");
     rem::Heartbeat heartbeat(config.state_dir, node, clock.Now());
-    spdlog::info("autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms sample={}s", node,
-                 follower.source(), rem::OnFaultName(ac.on_fault),
-                 static_cast<int>(ac.poll_seconds * 1000), ac.sample_seconds);
+    spdlog::info(
+        "autoheal: agent: node={} kernel_log={} on_fault={} poll={}ms sample={}s counters={}s",
+        node, follower.source(), rem::OnFaultName(ac.on_fault),
+        static_cast<int>(ac.poll_seconds * 1000), ac.sample_seconds, ac.counter_seconds);
     const auto poll = std::chrono::milliseconds(static_cast<int>(ac.poll_seconds * 1000));
     auto next_beat = std::chrono::steady_clock::now();
     while (g_stop == 0) {
+        FindSlurmdSpoolDir(slurm, &env, &next_spool_try);
         auto lines = follower.Poll();
         if (!lines) {
             spdlog::warn("autoheal: agent: kernel log: {}", lines.error());
         } else if (!lines->empty()) {
             const agent::FaultHandled h = agent::HandleKernelLines(env, *lines);
+            xid_events.Handled(h.xids);
             if (h.interrupting) heartbeat.SawFault(h.rule, clock.Now());
             for (const std::string& d : h.done) {
                 spdlog::warn("autoheal: agent: {} ({}): {}", h.cause, h.rule, d);
             }
         }
         for (const std::string& d : hang_watch.Poll()) spdlog::warn("autoheal: agent: {}", d);
+        for (const std::string& d : counters.Poll()) spdlog::warn("autoheal: agent: {}", d);
+        for (const std::string& d : xid_events.Poll()) spdlog::warn("autoheal: agent: {}", d);
         for (const std::string& d : sampler.Poll(hang_watch.running())) {
             spdlog::warn("autoheal: agent: {}", d);
         }

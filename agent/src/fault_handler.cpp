@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -256,10 +257,27 @@ diag::Diagnosis DiagnoseHere(const AgentEnv& env, const diag::EvidenceSet& found
 }  // namespace
 
 FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
-    FaultHandled out;
     diag::EvidenceSet found;
     env.engine.scanner->ScanText(lines, "kernel", &found, diag::InputKind::kKernelLog);
-    if (found.items.empty()) return out;
+    if (found.items.empty()) return {};
+    return HandleEvidence(env, found);
+}
+
+std::string XidKey(const std::string& pci, const std::string& xid) {
+    std::string gpu;
+    for (char c : pci) gpu += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::size_t dot = gpu.rfind('.');
+    if (dot != std::string::npos && dot + 2 == gpu.size()) gpu.resize(dot);  // ".0": the function
+    return gpu + "/" + xid;
+}
+
+FaultHandled HandleEvidence(const AgentEnv& env, const diag::EvidenceSet& found) {
+    FaultHandled out;
+    for (const diag::Evidence& e : found.items) {
+        if (e.signature != "xid") continue;
+        out.xids.push_back(XidKey(std::string(e.Field("pci").value_or("")),
+                                  std::string(e.Field("xid").value_or(""))));
+    }
     const diag::Diagnosis local = DiagnoseHere(env, found);
     out.rule = local.rule;
     out.cause = local.cause;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "autoheal/agent/job_files_probe.h"
+#include "autoheal/agent/node_jobs.h"
 #include "autoheal/core/files.h"
 #include "autoheal/core/flight_recorder_env.h"
 #include "autoheal/diag/rules.h"
@@ -108,7 +109,7 @@ std::vector<std::string> HangWatch::Poll() {
     const std::int64_t now_ms = SteadyMs(env_.clock);
     if (now_ms < next_look_ms_) return done;
     next_look_ms_ = now_ms + static_cast<std::int64_t>(env_.agent.hang_check_seconds * 1000);
-    auto jobs = env_.slurm.RunningJobsOn(env_.node);  // one try: the next look is soon
+    auto jobs = JobsRunningHere(env_);  // one try: the next look is soon
     if (!jobs) return {"hang watch: " + jobs.error()};
     std::map<std::uint32_t, Watched> kept;
     for (const rem::JobInfo& job : *jobs) {

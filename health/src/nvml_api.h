@@ -237,6 +237,19 @@ typedef struct nvmlViolationTime_st {
 #define nvmlClocksEventReasonHwPowerBrakeSlowdown 0x0000000000000080ULL
 #define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100ULL
 
+// Event sets (nvmlEventSetWait_v2's layout, R450 and later: the MIG instance ids follow).
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;  // for an Xid event, the Xid (999: unknown)
+    unsigned int gpuInstanceId;    // 0xFFFFFFFF when not attributable to a MIG instance
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+#define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
+
 // ---- Functions. ----------------------------------------------------------------------------
 // X(name, return type, parenthesised parameter list). Every function autoheal calls, with the
 // exact exported symbol name (the versioned ones, as nvml.h's macros would pick).
@@ -300,7 +313,13 @@ typedef struct nvmlViolationTime_st {
     X(nvmlDeviceGetClockInfo, nvmlReturn_t,                                                        \
       (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock))                            \
     X(nvmlDeviceGetViolationStatus, nvmlReturn_t,                                                  \
-      (nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType, nvmlViolationTime_t * violTime))
+      (nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType, nvmlViolationTime_t * violTime))  \
+    X(nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t * set))                                    \
+    X(nvmlDeviceRegisterEvents, nvmlReturn_t,                                                      \
+      (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))                    \
+    X(nvmlEventSetWait_v2, nvmlReturn_t,                                                           \
+      (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))                        \
+    X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))
 
 namespace autoheal::health::nvml {
 

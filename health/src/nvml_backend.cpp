@@ -16,88 +16,15 @@
 #include <vector>
 
 #include "nvml_api.h"
+#include "nvml_library.h"
 
 namespace autoheal::health {
 namespace {
 
 using nvml::Api;
 
-// The dlopen'd library; dlclose on destruction.
-class Library {
-  public:
-    explicit Library(const std::string& path) {
-        dlerror();
-        handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle_ == nullptr) error_ = LastDlError();
-    }
-    ~Library() {
-        if (handle_ != nullptr) dlclose(handle_);
-    }
-    Library(const Library&) = delete;
-    Library& operator=(const Library&) = delete;
-
-    bool loaded() const { return handle_ != nullptr; }
-    const std::string& error() const { return error_; }
-
-    // Fills every pointer the library has; the others stay nullptr.
-    void Resolve(Api* api) const {
-#define AUTOHEAL_NVML_RESOLVE(name, ret, params) \
-    api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle_, #name));
-        AUTOHEAL_NVML_FUNCTIONS(AUTOHEAL_NVML_RESOLVE)
-#undef AUTOHEAL_NVML_RESOLVE
-    }
-
-    // Why dlsym finds no `name` (Resolve's later lookups have overwritten dlerror()).
-    std::string SymbolError(const char* name) const {
-        dlerror();
-        if (dlsym(handle_, name) != nullptr) return "";
-        return LastDlError();
-    }
-
-  private:
-    static std::string LastDlError() {
-        const char* e = dlerror();
-        return e != nullptr ? e : "unknown dlopen error";
-    }
-
-    void* handle_ = nullptr;
-    std::string error_;
-};
-
-std::string ErrorText(const Api& api, nvmlReturn_t rc) {
-    if (api.nvmlErrorString != nullptr) {
-        const char* s = api.nvmlErrorString(rc);
-        if (s != nullptr && *s != '\0') return s;
-    }
-    return "NVML error " + std::to_string(static_cast<int>(rc));
-}
-
 // NVML's "Function Not Found" text, for symbols an older library does not export.
 constexpr const char* kFunctionNotFound = "Function Not Found";
-
-// "00000000:3B:00.0" -> "0000:3b:00.0" (the form Linux uses in sysfs and the kernel log).
-std::string NormalizeBusId(const char* nvml_bus_id) {
-    std::string id(nvml_bus_id);
-    std::string lower;
-    for (char c : id) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const std::size_t colon = lower.find(':');
-    if (colon == std::string::npos || colon == 0) return lower;
-    const std::string domain = lower.substr(0, colon);
-    if (!std::all_of(domain.begin(), domain.end(),
-                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
-        return lower;
-    }
-    const unsigned long value = std::strtoul(domain.c_str(), nullptr, 16);
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "%04lx", value);
-    return buf + lower.substr(colon);
-}
-
-std::string FromBuffer(const char* buf, std::size_t size) {
-    std::size_t n = 0;
-    while (n < size && buf[n] != '\0') ++n;
-    return std::string(buf, n);
-}
 
 // Reads the queries of one GPU into `gpu`.
 class GpuReader {
@@ -451,7 +378,7 @@ void ReadGpus(const Api& api, Scope scope, NodeSnapshot* node) {
 
 NodeSnapshot Collect(const std::string& library, Scope scope) {
     NodeSnapshot node;
-    Library lib(library);
+    NvmlLibrary lib(library);
     if (!lib.loaded()) {
         node.problem = "no NVIDIA driver: " + lib.error();
         return node;

@@ -304,6 +304,23 @@ void Subprocess::ServiceInput() {
     if (in_fd_ >= 0 && written_ == input_.size()) CloseFd(&in_fd_);  // end of file on stdin
 }
 
+bool Subprocess::Poll() {
+    if (result_ || pid_ <= 0) return false;
+    ServiceOutput();
+    ServiceInput();
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+        Finish(status);
+        return false;
+    }
+    if ((r < 0 && errno != EINTR) || Clock::now() >= deadline_) {
+        [[maybe_unused]] const Result<Exit> done = Wait();
+        return false;
+    }
+    return true;
+}
+
 void Subprocess::Finish(int status) {
     // Whatever is already in the pipe; a grandchild keeping it open does not hold us here.
     ServiceOutput();

@@ -33,6 +33,15 @@ Result<std::int64_t> DurationIn(const std::string& source, const YAML::Node& val
     return *d;
 }
 
+// An interval of 1 s to 1 h in seconds, or `off` (0).
+Result<double> IntervalOrOff(const std::string& source, const YAML::Node& value,
+                             const std::string& key) {
+    if (value.IsScalar() && value.Scalar() == "off") return 0.0;
+    auto d = DurationIn(source, value, 1, 3600, key + ": expected a duration, 1s to 1h, or off");
+    if (!d) return d.status();
+    return static_cast<double>(*d);
+}
+
 }  // namespace
 
 Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::string& source) {
@@ -81,20 +90,16 @@ Result<AgentConfig> ParseAgentConfig(const YAML::Node& section, const std::strin
                 DurationIn(source, value, 1, 600, "hang_dump_wait: expected a duration, 1s to 10m");
             if (!d) return d.status();
             config.hang_dump_wait_seconds = static_cast<double>(*d);
-        } else if (key == "sample_interval") {
-            if (value.IsScalar() && value.Scalar() == "off") {
-                config.sample_seconds = 0;
-                continue;
-            }
-            auto d = DurationIn(source, value, 1, 3600,
-                                "sample_interval: expected a duration, 1s to 1h, or off");
+        } else if (key == "sample_interval" || key == "counter_interval") {
+            auto d = IntervalOrOff(source, value, key);
             if (!d) return d.status();
-            config.sample_seconds = static_cast<double>(*d);
+            (key == "sample_interval" ? config.sample_seconds : config.counter_seconds) = *d;
         } else {
             return Bad(source, item.first,
                        "unknown setting '" + key +
                            "'; expected on_fault, poll_interval_ms, heartbeat_interval, "
-                           "hang_timeout, hang_check_interval, hang_dump_wait, sample_interval");
+                           "hang_timeout, hang_check_interval, hang_dump_wait, sample_interval, "
+                           "counter_interval");
         }
     }
     return config;

@@ -10,8 +10,10 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "autoheal/remediation/slurm_topology.h"
+#include "autoheal/remediation/slurmd_steps.h"
 #include "autoheal/slurm_compat.h"
 
 extern "C" {
@@ -223,6 +225,18 @@ Result<std::vector<JobInfo>> SlurmAdapter::RunningJobsOn(const std::string& node
     }
     slurm_free_job_info_msg(msg);
     return jobs;
+}
+
+Result<std::string> SlurmAdapter::SlurmdSpoolDir(const std::string& node, const std::string& host) {
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != 0 || conf == nullptr) return SlurmError("load config");
+    const std::string pattern = Str(conf->slurmd_spooldir);
+    slurm_free_ctl_conf(conf);
+    std::optional<std::string> dir = ExpandSlurmdPath(pattern, node, host);
+    if (!dir || dir->empty()) {
+        return MakeError(ErrorCode::kInvalid, "SlurmdSpoolDir '" + pattern + "': not expanded");
+    }
+    return *dir;
 }
 
 Result<bool> SlurmAdapter::EndJob(std::uint32_t job_id) {

@@ -153,6 +153,7 @@ agent:
   hang_check_interval: 1s
   hang_dump_wait: 10s
   sample_interval: 1s
+  counter_interval: 1s
 CONF
     # Config and rules steer root's actions: autoheal refuses them when others may write them.
     chmod -R go-w "$cluster_dir/etc/autoheal"

@@ -867,6 +867,47 @@ TEST_F(AgentE2E, AgentRequeuesAHungJobAfterXid79ExcludingTheNode) {
     EXPECT_TRUE(fs::exists(StateDir() + "/jobs/" + *id + "/run0/" + culprit + ".agent.json"));
 }
 
+// 1b. The same fault seen only through NVML's Xid events (a node whose kernel log the agent does
+//     not read, or that lost the line): the agent's event stream brings it, handled as the
+//     kernel's line would be.
+TEST_F(AgentE2E, AnXidOnlyNvmlReportsRequeuesTheHungJobExcludingTheNode) {
+    TrainingJob job = HungJob("agent-nvml-event");
+    auto id = Track(job.Submit({"-N", "2", "--gpus-per-node=1", "--auto-resume=3"}));
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] {
+        return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos;
+    })) << ReadFile(job.output(*id));
+    const std::string culprit = Nodes(ShowJob(*id)["NodeList"]).back();
+    const std::string scenario = ClusterDir() + "/lib/fake-gpu/scenarios/" + culprit + ".json";
+    struct Remove {
+        std::string path;
+        ~Remove() { fs::remove(path); }
+    } remove{scenario};
+    const auto fault_at = std::chrono::steady_clock::now();
+    {
+        std::ofstream tmp(scenario + ".tmp");
+        tmp << R"({"gpus": [{"minor": 0, "pci_bus_id": "0000:3b:00.0"},
+                            {"minor": 1, "pci_bus_id": "0000:5d:00.0"}],
+                   "xid_events": [{"gpu": 0, "xid": 79}]})";
+    }
+    fs::rename(scenario + ".tmp", scenario);
+    ASSERT_TRUE(
+        WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(15)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << AutohealLog();
+    const double requeued_s = SecondsSince(fault_at);
+    std::cout << "agent: NVML Xid event to requeue " << requeued_s << " s\n";
+    EXPECT_LT(requeued_s, 5.0);
+    EXPECT_EQ(ShowJob(*id)["ExcNodeList"], culprit);
+    EXPECT_THAT(AutohealLog(), HasSubstr("xid events: 0000:3b:00/79: faulty_gpu"));
+    std::ofstream(job.fault() + "-stop") << "";
+    ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
+                          std::chrono::seconds(60)))
+        << ShowJob(*id)["JobState"] << "\n"
+        << ReadFile(job.output(*id));
+    EXPECT_EQ(ShowJob(*id)["Restarts"], "1");
+}
+
 // 2. A fault on an idle node: out of service within a second or two, before a job lands there
 //    (the plan's reboot then brings it back, as after any Xid 79). The agent opens no store: the
 //    next job end imports what it handed to the controller (jobs/agents/spool).

@@ -380,6 +380,18 @@ TEST(AgentConfigTest, ReadsTheSettingsAndRefusesBadOnes) {
     EXPECT_FALSE(ParseAgentConfig(YAML::Load("{pol_interval_ms: 100}"), "a.yaml"));
 }
 
+TEST(AgentConfigTest, ReadsTheCounterInterval) {
+    EXPECT_DOUBLE_EQ(ParseAgentConfig(YAML::Node(), "a.yaml")->counter_seconds, 30);
+    EXPECT_DOUBLE_EQ(
+        ParseAgentConfig(YAML::Load("{counter_interval: 2s}"), "a.yaml")->counter_seconds, 2);
+    EXPECT_DOUBLE_EQ(
+        ParseAgentConfig(YAML::Load("{counter_interval: off}"), "a.yaml")->counter_seconds, 0);
+    auto r = ParseAgentConfig(YAML::Load("{counter_interval: 0s}"), "a.yaml");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().find("counter_interval: expected a duration"), std::string::npos)
+        << r.error();
+}
+
 TEST(AgentConfigTest, ReadsTheSampleInterval) {
     EXPECT_DOUBLE_EQ(ParseAgentConfig(YAML::Node(), "a.yaml")->sample_seconds, 5);
     EXPECT_DOUBLE_EQ(

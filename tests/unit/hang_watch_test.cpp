@@ -138,6 +138,22 @@ TEST_F(HangWatchTest, AStoppedJobWithIdleGpusIsRequeuedAndNoNodeIsTouched) {
     EXPECT_EQ(t.slurm.Count("requeue"), 1);
 }
 
+// With the node's slurmd spool folder known, the watch finds the job by its step socket and asks
+// slurmctld about that job only; the cluster's job table is never listed.
+TEST_F(HangWatchTest, TheJobIsFoundByItsStepOnTheNodeWithoutListingTheCluster) {
+    RunningJob(42, {"node1", "node2"}, Options(3, 60));
+    const fs::path spool = t.dir / "spool-node1";
+    fs::create_directories(spool);
+    std::ofstream(spool / "node1_42.4294967291");  // the batch step's socket (a file will do)
+    AgentEnv env = Env("node1");
+    env.slurmd_spool_dir = spool.string();
+    HangWatch watch(env);
+    const std::string log = Stall(watch, 61);
+    EXPECT_EQ(t.slurm.Count("requeue"), 1) << log;
+    EXPECT_EQ(t.slurm.Count("running_jobs"), 0);
+    EXPECT_EQ(watch.running().size(), 1u);  // the list the requeue was decided on
+}
+
 // The killed run's epilogs: the controller finds the agent's final record, requeues nothing again
 // and takes no node action on the hang (the job's own evidence).
 TEST_F(HangWatchTest, TheControllerEpilogOfTheHungRunDoesNotRequeueAgain) {

@@ -594,3 +594,75 @@ nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyTyp
         return NVML_SUCCESS;
     });
 }
+
+// ---- Events -------------------------------------------------------------------------------------
+// An event set holds the GPUs registered for Xid events and how many of the scenario's
+// xid_events it has handed out. Each wait reads the scenario file again (a test appends events
+// while a watcher waits) and hands out the next event of a registered GPU, else sleeps
+// `timeoutms` and answers NVML_ERROR_TIMEOUT, as NVML does. The set is the caller's to free.
+
+struct nvmlEventSet_st {
+    std::set<unsigned> gpus;  // indexes registered for nvmlEventTypeXidCriticalError
+    std::size_t delivered = 0;
+};
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        if (set == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        MaybeHang(call, -1);
+        *set = new nvmlEventSet_st;
+        return NVML_SUCCESS;
+    });
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                      nvmlEventSet_t set) noexcept {
+    return FAKE_NVML_DEVICE_QUERY(device, {
+        if (set == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        if ((eventTypes & ~nvmlEventTypeXidCriticalError) != 0) return NVML_ERROR_NOT_SUPPORTED;
+        set->gpus.insert(gpu->index);
+        return NVML_SUCCESS;
+    });
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                 unsigned int timeoutms) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+        if (set == nullptr || data == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        MaybeHang(call, -1);
+        std::vector<XidEvent> events;
+        if (const std::string path = ScenarioPath(); !path.empty()) {
+            std::ifstream in(path);
+            std::stringstream text;
+            text << in.rdbuf();
+            try {
+                events = ParseScenario(text.str()).xid_events;
+            } catch (const std::exception&) {
+                // A file being rewritten: no new event this wait (nvmlInit_v2 checked it whole).
+            }
+        }
+        while (set->delivered < events.size()) {
+            const XidEvent& e = events[set->delivered++];
+            if (set->gpus.count(e.gpu) == 0 || e.gpu >= g_scenario.gpus.size()) continue;
+            data->device =
+                reinterpret_cast<nvmlDevice_t>(const_cast<Gpu*>(&g_scenario.gpus[e.gpu]));
+            data->eventType = nvmlEventTypeXidCriticalError;
+            data->eventData = e.xid;
+            data->gpuInstanceId = 0xFFFFFFFFU;
+            data->computeInstanceId = 0xFFFFFFFFU;
+            return NVML_SUCCESS;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(timeoutms));
+        return NVML_ERROR_TIMEOUT;
+    });
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) noexcept {
+    return Guard(__func__, [&](const char* call) -> nvmlReturn_t {
+        MaybeHang(call, -1);
+        delete set;
+        return NVML_SUCCESS;
+    });
+}

@@ -251,6 +251,15 @@ Scenario ParseScenario(const std::string& text) {
         }
         s.hang = h;
     }
+    if (const json::array_t* events = List(j, "xid_events")) {
+        for (const json& e : *events) {
+            XidEvent x;
+            if (!e.is_object() || !e.contains("xid")) throw Bad("xid_events", "{gpu, xid} entries");
+            Take(e, "gpu", &x.gpu);
+            Take(e, "xid", &x.xid);
+            s.xid_events.push_back(x);
+        }
+    }
     const json::array_t* gpus = List(j, "gpus");
     if (gpus == nullptr) {
         for (unsigned i = 0; i < 8; ++i) s.gpus.push_back(HealthyGpu(i));

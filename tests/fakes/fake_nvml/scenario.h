@@ -66,6 +66,14 @@ struct Hang {
     bool crash = false;  // "crash": the call kills the process (SIGSEGV) instead of sleeping
 };
 
+// An Xid the driver reports through NVML's event API (the "xid_events" key): on GPU `gpu` (its
+// index). A waiting event set gets each listed event once, in order (the file is read again at
+// each wait, so a test appends events while a watcher waits).
+struct XidEvent {
+    unsigned gpu = 0;
+    unsigned long long xid = 0;
+};
+
 struct Scenario {
     double origin = 0;  // when t = 0, seconds since 1970 (the scenario file's mtime)
     std::string driver_version = "550.54.15";
@@ -73,6 +81,7 @@ struct Scenario {
     std::optional<nvmlReturn_t> init_error;
     std::optional<Hang> hang;
     std::vector<Gpu> gpus;
+    std::vector<XidEvent> xid_events;
 };
 
 // NVML's names and (approximately) its nvmlErrorString texts.

@@ -50,6 +50,9 @@ struct AgentEnv {
     remediation::Clock& clock;
     std::string node;
     const health::HealthConfig& health;  // NVML's library and time limit (the hang watch)
+    // This node's slurmd spool folder (SlurmAdapter::SlurmdSpoolDir): which jobs have a step
+    // here (node_jobs.h). Empty: the node's jobs from slurmctld's whole job table.
+    std::string slurmd_spool_dir;
 };
 
 struct FaultHandled {
@@ -57,10 +60,20 @@ struct FaultHandled {
     std::string cause;
     bool interrupting = false;      // the rule says interrupts_job
     std::vector<std::string> done;  // one line per job or idle node acted on, for the log
+    // The Xids among the evidence, "<pci>/<xid>" (XidKey): the event watch does not handle
+    // them again when NVML reports them too (agent/xid_event_watch.h).
+    std::vector<std::string> xids;
 };
+
+// "0000:3b:00/79": an Xid's GPU as the kernel names it (lower case, no PCI function) and number.
+std::string XidKey(const std::string& pci, const std::string& xid);
 
 // Scans `lines` (new kernel records) and acts on an interrupting fault as described above.
 FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines);
+
+// Evidence the agent read as data rather than lines (the counter watch's nvml-delta items,
+// agent/counter_watch.h): handled as above from the diagnosis on.
+FaultHandled HandleEvidence(const AgentEnv& env, const diag::EvidenceSet& found);
 
 // A job the hang watch found hung (agent/hang_watch.h): as 2. above, with `job_output` (the
 // job-hang item, the flight recorder's findings) as the evidence of the job's own files, never

@@ -91,6 +91,12 @@ class Subprocess {
     // reaped elsewhere. The captured output stays readable either way.
     Result<Exit> Wait();
 
+    // Without blocking, for a child that runs alongside its parent's loop: reads what it wrote
+    // since the last call (into output()) and reaps it if it has ended; at its deadline it is
+    // killed and reaped as Wait does (bounded by reap_grace). True while it runs; once false,
+    // Wait returns its result at once.
+    bool Poll();
+
     // What was captured so far (complete once Wait has returned).
     const std::string& output() const { return output_; }
     bool output_truncated() const { return truncated_; }

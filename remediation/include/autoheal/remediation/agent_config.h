@@ -9,6 +9,8 @@
 //     hang_dump_wait: 20s   # how long a hung job's flight recorder dumps are waited for, 1s..10m
 //     sample_interval: 5s   # how often the GPUs of the node's jobs are sampled (power,
 //                           # temperature, clocks; agent/telemetry_sampler.h), 1s..1h, or off
+//     counter_interval: 30s # how often NVML's error counters are compared with the last
+//                           # reading (agent/counter_watch.h), 1s..1h, or off
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -34,14 +36,17 @@ struct AgentConfig {
     double poll_seconds = 0.2;
     double heartbeat_seconds = 10;
     // The hang watch (agent/hang_watch.h): the timeout of an --auto-resume job that gave no
-    // --hang-timeout (0: none), how often the node's jobs are looked at (one job list from
-    // slurmctld per node each time), and how long dumps asked for are waited for.
+    // --hang-timeout (0: none), how often the node's jobs are looked at (agent/node_jobs.h: one
+    // call to slurmctld per job with a step on the node each time), and how long dumps asked
+    // for are waited for.
     std::int64_t hang_timeout_seconds = 0;
     double hang_check_seconds = 30;
     double hang_dump_wait_seconds = 20;
     // The GPUs of the node's jobs are sampled this often (0: off); the job list is the hang
     // watch's, refreshed every hang_check_seconds.
     double sample_seconds = 5;
+    // NVML's counters of the whole node are read and compared this often (0: off).
+    double counter_seconds = 30;
 };
 
 // Refuses unknown keys, an unknown on_fault and values out of range, naming file:line:column.

@@ -29,6 +29,11 @@ class SlurmAdapter final : public SlurmClient {
     Result<bool> EndJob(std::uint32_t job_id) override;
     Result<std::vector<SwitchInfo>> Topology() override;
 
+    // SlurmdSpoolDir as slurmctld's configuration gives it, expanded for `node` on the host
+    // `host` (slurmd_steps.h): where that node's slurmd keeps its step sockets. kInvalid when it
+    // holds a code slurmd does not expand.
+    Result<std::string> SlurmdSpoolDir(const std::string& node, const std::string& host);
+
     // Hostlist expressions ("node[1-3],gpu7") to names and back, with Slurm's own code.
     static std::vector<std::string> ExpandHostlist(const std::string& expression);
     static std::string CompressHostlist(const std::vector<std::string>& names);
