@@ -41,6 +41,7 @@ class NodeJobsTest : public ::testing::Test {
     }
     static std::vector<std::uint32_t> Ids(const std::vector<rem::JobInfo>& jobs) {
         std::vector<std::uint32_t> ids;
+        ids.reserve(jobs.size());
         for (const rem::JobInfo& j : jobs) ids.push_back(j.id);
         return ids;
     }

@@ -21,6 +21,7 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -611,8 +612,8 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) noexcept {
         if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
         if (set == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
         MaybeHang(call, -1);
-        *set = new nvmlEventSet_st;
-        return NVML_SUCCESS;
+        *set = new (std::nothrow) nvmlEventSet_st;
+        return *set != nullptr ? NVML_SUCCESS : NVML_ERROR_MEMORY;
     });
 }
 
