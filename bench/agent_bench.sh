@@ -13,7 +13,7 @@
 # Exit 1 when a run fails or a goal is missed (fault to rerun under 5 s, idle fault to drain
 # under 1 s, under 1% of a core and 32 MiB at idle).
 set -uo pipefail
-build_dir=$(cd "${1:?usage: agent_bench.sh BUILD_DIR}" && pwd)
+build_dir=$(cd "${1:?usage: agent_bench.sh BUILD_DIR}" && pwd) || exit 2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "bench: agent: $*" >&2; exit 1; }
 export AUTOHEAL_CLUSTER_DIR=/tmp/autoheal-agent-bench AUTOHEAL_CLUSTER_PORT=19917

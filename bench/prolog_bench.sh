@@ -10,7 +10,7 @@
 # prolog_quick_overhead_ms (their difference) and prolog_quick_vs_true (their ratio).
 # Exit 1 when the prolog fails or the overhead is 50 ms or more (the goal).
 set -uo pipefail
-build_dir=$(cd "${1:?usage: prolog_bench.sh BUILD_DIR}" && pwd)
+build_dir=$(cd "${1:?usage: prolog_bench.sh BUILD_DIR}" && pwd) || exit 2
 runs=${AUTOHEAL_BENCH_RUNS:-40}
 die() { echo "bench: prolog: $*" >&2; exit 1; }
 [ -x "$build_dir/bin/autoheal-prolog" ] || die "$build_dir/bin/autoheal-prolog missing: run make"

@@ -14,7 +14,7 @@
 # Prints requeue_seconds_autoheal, requeue_seconds_slurm and requeue_speedup (slurm/autoheal).
 # Exit 1 when a run fails or autoheal misses its goals (under 5 s, at least 20x faster).
 set -uo pipefail
-build_dir=$(cd "${1:?usage: requeue_bench.sh BUILD_DIR}" && pwd)
+build_dir=$(cd "${1:?usage: requeue_bench.sh BUILD_DIR}" && pwd) || exit 2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "bench: requeue: $*" >&2; exit 1; }
 export AUTOHEAL_CLUSTER_DIR=/tmp/autoheal-bench-cluster AUTOHEAL_CLUSTER_PORT=19817

@@ -42,7 +42,7 @@
 # job, slurmctld died or logged an autoheal error, the overhead judged is 5 % or more (the goal),
 # or its spread is not under the goal (the measurement cannot tell).
 set -uo pipefail
-build_dir=$(cd "${1:?usage: submit_bench.sh BUILD_DIR}" && pwd)
+build_dir=$(cd "${1:?usage: submit_bench.sh BUILD_DIR}" && pwd) || exit 2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=${AUTOHEAL_BENCH_JOBS:-1000}
 submitters=${AUTOHEAL_BENCH_SUBMITTERS:-8}
