@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # autoheal-agent on the local cluster with Slurm's stock timing (AUTOHEAL_CLUSTER_STOCK_TIMING=1),
 # measured in one run:
-#   agent_idle_cpu_percent, agent_idle_rss_kib: one agent over 60 s with nothing happening;
+#   agent_idle_cpu_percent, agent_idle_rss_kib: one agent over 60 s with nothing happening
+#     (its CPU with its NVML children's; their RSS apart, agent_idle_children_rss_kib);
 #   agent_idle_fault_to_drain_s: an Xid 79 on an idle node until Slurm shows it draining;
 #   agent_fault_to_rerun_s: a 2-node --auto-resume job that hangs when an Xid 79 appears on one
 #     node, from the kernel line to the job's next run starting elsewhere;
@@ -33,7 +34,23 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 running() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ]; }
 has_line() { grep -q "$2" "$1" 2>/dev/null; }
 out_of_service() { sinfo -h -n "$1" -o %T | grep -Eq 'drain|reboot'; }
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# CPU ticks of the agent and of its children: those it reaped (cutime, cstime: the counter
+# watch's and the sampler's NVML children) and those running (the Xid event stream).
+ticks() {
+    local t c
+    t=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat")
+    for c in $(pgrep -P "$1"); do
+        t=$((t + $(awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
+children_rss() {  # KiB, of the agent's running children
+    local c sum=0
+    for c in $(pgrep -P "$1"); do
+        sum=$((sum + $(awk '/^VmRSS/ { print $2 }' "/proc/$c/status" 2>/dev/null || echo 0)))
+    done
+    echo "$sum"
+}
 
 # --- idle cost of one agent
 pid=$(cat "$AUTOHEAL_CLUSTER_DIR/run/agent-node1.pid")
@@ -42,7 +59,10 @@ sleep 60
 cpu=$(awk -v a="$t0" -v b="$(ticks "$pid")" -v hz="$(getconf CLK_TCK)" \
     'BEGIN { printf "%.2f", (b - a) / hz / 60 * 100 }')
 rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
-echo "bench: agent: idle 60 s: ${cpu}% of a core, RSS ${rss} KiB" >&2
+child_rss=$(children_rss "$pid")
+echo "bench: agent: idle 60 s at the lab's intervals (kernel log 100 ms, NVML counters, samples" \
+    "and hang checks every 1 s): ${cpu}% of a core with its children, RSS ${rss} KiB" \
+    "(its children: ${child_rss} KiB)" >&2
 
 # --- an idle node
 t=$(now)
@@ -94,7 +114,8 @@ echo "bench: agent: without the agent job $id2 hung on $node2 until its time lim
 
 ratio=$(awk -v a="$agent_s" -v b="$noagent_s" 'BEGIN { printf "%.1f", b / a }')
 echo "agent_fault_to_rerun_s=$agent_s noagent_fault_to_end_s=$noagent_s ratio=$ratio" \
-     "agent_idle_fault_to_drain_s=$drain_s agent_idle_cpu_percent=$cpu agent_idle_rss_kib=$rss"
+     "agent_idle_fault_to_drain_s=$drain_s agent_idle_cpu_percent=$cpu agent_idle_rss_kib=$rss" \
+     "agent_idle_children_rss_kib=$child_rss"
 awk -v a="$agent_s" -v d="$drain_s" -v c="$cpu" -v r="$rss" \
     'BEGIN { exit !(a < 5 && d < 1 && c < 1 && r < 32768) }' ||
     die "goal missed: fault to rerun < 5 s, idle drain < 1 s, < 1% CPU, < 32 MiB"
