@@ -230,6 +230,50 @@ TEST(Subprocess, WaitsForSeveralChildrenTogether) {
     }
 }
 
+// A child beside its parent's loop: Poll returns at once, shows what was written so far, and
+// reaps the child when it ends; a child past its deadline is killed by Poll.
+TEST(Subprocess, PollReadsAndReapsWithoutBlocking) {
+    SubprocessSpec spec;
+    spec.capture_limit = 1024;
+    spec.in_child = [](int fd) -> int {
+        (void)!::write(fd, "a\n", 2);
+        std::this_thread::sleep_for(milliseconds(300));
+        (void)!::write(fd, "b\n", 2);
+        return 3;
+    };
+    auto child = Subprocess::Start(spec);
+    ASSERT_TRUE(child) << child.error();
+    const auto start = Clock::now();
+    while (child->output().empty() && Clock::now() - start < milliseconds(2000)) {
+        EXPECT_TRUE(child->Poll());
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_EQ(child->output(), "a\n");
+    while (child->Poll() && Clock::now() - start < milliseconds(5000)) {
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_FALSE(child->Poll());
+    EXPECT_EQ(child->output(), "a\nb\n");
+    auto exit = child->Wait();
+    ASSERT_TRUE(exit) << exit.error();
+    EXPECT_EQ(exit->code, 3);
+
+    SubprocessSpec slow;
+    slow.timeout = milliseconds(100);
+    slow.in_child = [](int) -> int {
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        return 0;
+    };
+    auto late = Subprocess::Start(slow);
+    ASSERT_TRUE(late) << late.error();
+    std::this_thread::sleep_for(milliseconds(150));
+    EXPECT_FALSE(late->Poll());
+    auto killed = late->Wait();
+    ASSERT_FALSE(killed);
+    EXPECT_EQ(killed.code(), ErrorCode::kUnavailable);
+    EXPECT_LT(Clock::now() - start, milliseconds(8000));
+}
+
 TEST(Subprocess, AnExceptionInTheChildFunctionExits70) {
     SubprocessSpec spec;
     spec.in_child = [](int) -> int { throw std::runtime_error("boom"); };
