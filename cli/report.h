@@ -173,8 +173,9 @@ struct BarRow {
 std::string HorizontalBars(const std::string& label, const std::vector<BarRow>& rows);
 
 // A self-contained page: inline CSS and SVG, no script, no external URL, and a
-// Content-Security-Policy that forbids loading anything.
-std::string ReportHtml(const ReliabilityReport& report);
+// Content-Security-Policy that forbids loading anything. `more` (HTML sections, such as
+// TelemetryHtml's) goes after the report's own sections.
+std::string ReportHtml(const ReliabilityReport& report, const std::string& more = "");
 std::string ReportJson(const ReliabilityReport& report);
 
 }  // namespace autoheal::cli

@@ -198,7 +198,8 @@ int Report(const std::vector<std::string>& args) {
 
     if (a->values.count("--html") != 0) {
         const std::string path = a->Value("--html");
-        auto written = WriteFileAtomically(path, ReportHtml(report), 0644, 0755);
+        auto written =
+            WriteFileAtomically(path, ReportHtml(report, TelemetryHtml(gpus)), 0644, 0755);
         if (!written) {
             std::fprintf(stderr, "autoheal: report: %s\n", written.error().c_str());
             return 1;

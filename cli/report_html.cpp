@@ -356,7 +356,7 @@ std::string HtmlEscape(std::string_view text) {
     return out;
 }
 
-std::string ReportHtml(const ReliabilityReport& r) {
+std::string ReportHtml(const ReliabilityReport& r, const std::string& more) {
     const ReportOptions& o = r.options;
     std::string s = PageHead("autoheal reliability report");
     s += "<p class=\"meta\">Runs that ended from " + HtmlEscape(FormatTime(o.since)) + " to " +
@@ -377,6 +377,7 @@ std::string ReportHtml(const ReliabilityReport& r) {
         s += "</ul></div>\n";
     }
     s += CausesSection(r) + LostSection(r) + MtbfSection(r) + OffendersSection(r) + EttrSection(r);
+    s += more;
     s += "<p class=\"meta\">Formulas and their limits: docs/report.md in autoheal.</p>\n"
          "</body></html>\n";
     return s;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli_common.h"
+#include "report.h"
 
 namespace autoheal::cli {
 namespace {
@@ -109,6 +110,43 @@ nlohmann::json TelemetryReportJson(const TelemetryReport& r) {
         j["power_swing_by_hour"][std::to_string(hour)] = swing;
     }
     return j;
+}
+
+std::string TelemetryHtml(const TelemetryReport& r) {
+    std::string s = "<h2 id=\"gpu-telemetry\">GPU power and temperature</h2>\n";
+    if (r.gpu_runs == 0) {
+        return s +
+               "<p class=\"empty\">No GPU was sampled in the window (autoheal-agent's "
+               "agent.sample_interval).</p>\n";
+    }
+    s += "<div class=\"cards\">" + CardHtml(Fixed(r.gpu_hours, 1), "GPU-hours sampled") +
+         CardHtml(std::to_string(r.gpu_runs), "GPU runs") +
+         CardHtml(std::to_string(r.stragglers), "stragglers") + "</div>\n";
+    s += "<p>GPU-hours held down, by cause (they overlap: a hardware thermal slowdown is also "
+         "thermal).</p>\n";
+    s += HorizontalBars(
+        "throttled GPU-hours by cause",
+        {{"power policy", r.power_gpu_hours, 0, Fixed(r.power_gpu_hours, 1) + " h"},
+         {"thermal policy", r.thermal_gpu_hours, 0, Fixed(r.thermal_gpu_hours, 1) + " h"},
+         {"hardware slowdown", r.hw_slowdown_gpu_hours, 0,
+          Fixed(r.hw_slowdown_gpu_hours, 1) + " h"}});
+    std::vector<BarRow> hot;
+    hot.reserve(r.hottest.size());
+    for (const HotNode& n : r.hottest) {
+        hot.push_back({n.node, n.temp_mean, 0,
+                       Fixed(n.temp_mean, 1) + " C mean, " + std::to_string(n.temp_max) +
+                           " C max, " + std::to_string(n.gpu_runs) + " GPU runs, " +
+                           std::to_string(n.stragglers) + " straggler(s)"});
+    }
+    s += "<p>The hottest nodes (their GPUs' mean temperature).</p>\n" +
+         HorizontalBars("hottest nodes", hot);
+    s += "<table><thead><tr><th>hour of the runs' end</th><th class=\"n\">power swing (p95 - "
+         "p5, W)</th></tr></thead><tbody>";
+    for (const auto& [hour, swing] : r.swing_by_hour) {
+        s += "<tr><td>" + std::string(hour < 10 ? "0" : "") + std::to_string(hour) +
+             ":00</td><td class=\"n\">" + Fixed(swing, 0) + "</td></tr>";
+    }
+    return s + "</tbody></table>\n";
 }
 
 void PrintNodeTelemetry(const std::vector<remediation::GpuTelemetryRow>& rows, std::size_t limit) {

@@ -39,6 +39,9 @@ inline constexpr std::size_t kHottestNodes = 5;
 TelemetryReport ComputeTelemetryReport(const std::vector<remediation::GpuTelemetryRow>& rows);
 void PrintTelemetryReport(const TelemetryReport& report);
 nlohmann::json TelemetryReportJson(const TelemetryReport& report);
+// The report page's section (report.h's parts): cards, throttled GPU-hours by cause and the
+// hottest nodes as bars, the power swing by hour as a table.
+std::string TelemetryHtml(const TelemetryReport& report);
 
 // One node's rows (autoheal node): a table, newest first, at most `limit`; JSON: every row.
 void PrintNodeTelemetry(const std::vector<remediation::GpuTelemetryRow>& rows, std::size_t limit);

@@ -363,5 +363,23 @@ TEST(TelemetryReport, ThrottledGpuHoursHottestNodesAndSwings) {
     EXPECT_TRUE(ComputeTelemetryReport({}).hottest.empty());
 }
 
+// The page's section: the figures, the node names escaped, a note when nothing was sampled.
+TEST(TelemetryReport, HtmlSectionShowsTheFiguresAndEscapesNames) {
+    const TelemetryReport r =
+        ComputeTelemetryReport({GpuRow("node<1>", 60, 0, false), GpuRow("node2", 80, 50, true)});
+    const std::string html = TelemetryHtml(r);
+    EXPECT_NE(html.find("id=\"gpu-telemetry\""), std::string::npos);
+    EXPECT_NE(html.find("<b>4.0</b><span>GPU-hours sampled"), std::string::npos) << html;
+    EXPECT_NE(html.find("1.0 h"), std::string::npos) << html;  // thermal: half of 2 h
+    EXPECT_NE(html.find("node&lt;1&gt;"), std::string::npos) << html;
+    EXPECT_EQ(html.find("node<1>"), std::string::npos);
+    EXPECT_NE(html.find("<td class=\"n\">200</td>"), std::string::npos) << html;
+    EXPECT_NE(TelemetryHtml(ComputeTelemetryReport({})).find("No GPU was sampled"),
+              std::string::npos);
+    const std::string page = ReportHtml(ComputeReport({}, {}, Window()), html);
+    EXPECT_NE(page.find("id=\"gpu-telemetry\""), std::string::npos);
+    EXPECT_LT(page.find("id=\"gpu-telemetry\""), page.find("</body>"));
+}
+
 }  // namespace
 }  // namespace autoheal::cli
