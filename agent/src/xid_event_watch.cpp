@@ -1,5 +1,9 @@
 #include "autoheal/agent/xid_event_watch.h"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <sstream>
 #include <utility>
 
@@ -24,7 +28,14 @@ void XidEventWatch::Handled(const std::vector<std::string>& xids) {
 void XidEventWatch::Start(std::vector<std::string>* log) {
     os::SubprocessSpec spec;
     const std::string library = env_.health.nvml_library;
-    spec.in_child = [library](int fd) { return health::StreamXidEvents(library, fd, kWaitMs); };
+    const pid_t agent = ::getpid();
+    spec.in_child = [library, agent](int fd) {
+        // The stream leads its own process group, so a killed agent (SIGKILL, a crash) would
+        // leave it waiting in NVML for good: the kernel ends it with its parent instead.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != agent) return 0;  // the agent died before prctl
+        return health::StreamXidEvents(library, fd, kWaitMs);
+    };
     spec.capture_limit = 1u << 20;  // 2 signs of life a second: days of them
     spec.timeout = std::chrono::hours(1);
     auto child = os::Subprocess::Start(std::move(spec));
@@ -100,6 +111,8 @@ void XidEventWatch::HandleDue(std::vector<std::string>* log) {
         r = now - r->second >= kRemember ? recent_.erase(r) : std::next(r);
     }
 }
+
+pid_t XidEventWatch::stream_pid() const { return child_ ? child_->pid() : -1; }
 
 std::vector<std::string> XidEventWatch::Poll() {
     std::vector<std::string> log;

@@ -1,14 +1,32 @@
 #include "autoheal/health/xid_events.h"
 
-#include "isolation.h"
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "nvml_api.h"
 #include "nvml_library.h"
 
 namespace autoheal::health {
+namespace {
+
+// Writes all of `line`; false when the reader is gone (the stream then ends).
+bool Say(int fd, const std::string& line) {
+    std::size_t done = 0;
+    while (done < line.size()) {
+        const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+}  // namespace
 
 int StreamXidEvents(const std::string& library, int fd, unsigned wait_ms) {
     auto fail = [fd](const std::string& why) {
-        WriteAll(fd, "error " + why + "\n");
+        Say(fd, "error " + why + "\n");
         return 1;
     };
     NvmlLibrary lib(library);
@@ -47,7 +65,7 @@ int StreamXidEvents(const std::string& library, int fd, unsigned wait_ms) {
         nvmlEventData_t event{};
         const nvmlReturn_t rc = api.nvmlEventSetWait_v2(set, &event, wait_ms);
         if (rc == NVML_ERROR_TIMEOUT) {
-            WriteAll(fd, ".\n");
+            if (!Say(fd, ".\n")) return 0;
             continue;
         }
         if (rc != NVML_SUCCESS) return fail("nvmlEventSetWait_v2: " + ErrorText(api, rc));
@@ -58,7 +76,7 @@ int StreamXidEvents(const std::string& library, int fd, unsigned wait_ms) {
             api.nvmlDeviceGetPciInfo_v3(event.device, &pci) == NVML_SUCCESS) {
             bus = NormalizeBusId(pci.busId);
         }
-        WriteAll(fd, "xid " + bus + " " + std::to_string(event.eventData) + "\n");
+        if (!Say(fd, "xid " + bus + " " + std::to_string(event.eventData) + "\n")) return 0;
     }
 }
 

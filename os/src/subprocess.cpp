@@ -50,9 +50,10 @@ struct ChildPlan {
     std::vector<char*> argv;
     std::vector<char*> envp;
     char** env = environ;
-    int stdin_fd = -1;  // child's end: /dev/null or the input socket
-    int out_fd = -1;    // child's end of the capture pipe, or -1
-    int error_fd = -1;  // write end of the error pipe (close-on-exec)
+    int stdin_fd = -1;       // child's end: /dev/null or the input socket
+    int out_fd = -1;         // child's end of the capture pipe, or -1
+    int parent_out_fd = -1;  // the parent's end: closed in a forked child (fork mode)
+    int error_fd = -1;       // write end of the error pipe (close-on-exec)
     const SubprocessSpec* spec = nullptr;
 };
 
@@ -95,6 +96,9 @@ struct ChildPlan {
         ChildFail(plan.error_fd, ChildStage::kExec);
     }
     ::close(plan.error_fd);  // the start succeeded: the parent stops waiting for a report
+    // Without exec nothing closes the parent's end here: kept open, the child would be a reader
+    // of its own output and never see its parent go (no EPIPE, no SIGPIPE).
+    if (plan.parent_out_fd >= 0) ::close(plan.parent_out_fd);
     int status = 70;
     try {
         status = spec.in_child(plan.out_fd);
@@ -200,6 +204,7 @@ Result<Subprocess> Subprocess::Start(SubprocessSpec spec) {
         child.out_fd_ = out[0];
         theirs.fd[2] = out[1];
         plan.out_fd = out[1];
+        plan.parent_out_fd = out[0];
     }
     const pid_t pid = ::fork();
     if (pid < 0) return io_error("fork");

@@ -5,8 +5,11 @@
 #include "autoheal/agent/xid_event_watch.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +108,43 @@ TEST_F(XidEventWatchTest, NvmlWithoutADriverIsSaidOnceAndNotRetriedAtOnce) {
     const std::string log = PollUntil(
         watch, [] { return false; }, 1.5);
     EXPECT_EQ(log, "xid events: nvmlInit_v2: Driver Not Loaded; tried again in 5 min\n");
+}
+
+// An agent killed with SIGKILL (systemd restarts it) leaves no stream behind: the kernel ends
+// the child with its parent (the child leads its own process group, so nothing else would).
+TEST_F(XidEventWatchTest, TheStreamDiesWithAKilledAgent) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t agent = ::fork();
+    ASSERT_GE(agent, 0);
+    if (agent == 0) {  // the "agent": starts the stream, says its pid, is killed
+        ::close(fds[0]);
+        const AgentEnv env = Env();
+        XidEventWatch watch(env);
+        PollUntil(
+            watch, [&] { return watch.stream_pid() > 0; }, 5);
+        const pid_t stream = watch.stream_pid();
+        (void)!::write(fds[1], &stream, sizeof stream);
+        ::raise(SIGKILL);
+    }
+    ::close(fds[1]);
+    pid_t stream = -1;
+    ASSERT_EQ(::read(fds[0], &stream, sizeof stream), static_cast<ssize_t>(sizeof stream));
+    ::close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(agent, &status, 0), agent);
+    ASSERT_GT(stream, 0);
+    auto gone = [&] {
+        std::ifstream stat("/proc/" + std::to_string(stream) + "/stat");
+        std::string pid, comm, state;
+        return !(stat >> pid >> comm >> state) || state == "Z";
+    };
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!gone() && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(gone()) << "stream " << stream << " outlived its agent";
+    if (!gone()) ::kill(stream, SIGKILL);
 }
 
 TEST(XidKeyTest, NamesTheGpuAsTheKernelDoes) {

@@ -2,6 +2,7 @@
 // event API (health::StreamXidEvents), beside the kernel log, for nodes whose kernel log the
 // agent cannot read (a container without /dev/kmsg) or that loses lines. The stream runs in a
 // child (os::Subprocess, fork mode) that writes a line per event and a sign of life per wait:
+// - the child dies with the agent (PR_SET_PDEATHSIG), and ends when nobody reads it;
 // - a child silent for health.nvml_timeout_seconds + 2 s (NVML hung on a lost GPU) is killed
 //   and started again 30 s later; one that ended, 30 s later; one that said NVML cannot give
 //   events (no driver, an old one), 5 minutes later; each child lives at most an hour;
@@ -14,6 +15,8 @@
 // NVML's event gives only the Xid's number: rules that read the message (Xid 154's recovery
 // action, an NVLink unit) need the kernel's line.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <map>
@@ -36,6 +39,9 @@ class XidEventWatch {
 
     // Xids the kernel log brought (FaultHandled::xids): not handled again from NVML.
     void Handled(const std::vector<std::string>& xids);
+
+    // The stream child's process id; -1 when none runs.
+    pid_t stream_pid() const;
 
   private:
     using Clock = std::chrono::steady_clock;

@@ -9,7 +9,7 @@
 
 namespace autoheal::health {
 
-// Runs until NVML fails or `fd` is closed, writing one line per thing seen:
+// Runs until NVML fails or nobody reads `fd` any more, writing one line per thing seen:
 //   "xid <PCI bus id> <xid>"  an event, the bus id as the kernel writes it ("0000:3b:00.0 79")
 //   "."                       a wait of `wait_ms` that saw nothing (the parent's sign of life)
 //   "error <text>"            why NVML's events cannot be read (no driver, no GPU takes them);
