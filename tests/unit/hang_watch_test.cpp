@@ -144,7 +144,7 @@ TEST_F(HangWatchTest, TheJobIsFoundByItsStepOnTheNodeWithoutListingTheCluster) {
     RunningJob(42, {"node1", "node2"}, Options(3, 60));
     const fs::path spool = t.dir / "spool-node1";
     fs::create_directories(spool);
-    std::ofstream(spool / "node1_42.4294967291");  // the batch step's socket (a file will do)
+    std::ofstream(spool / "node1_42.4294967291") << "";  // the batch step's socket (a file will do)
     AgentEnv env = Env("node1");
     env.slurmd_spool_dir = spool.string();
     HangWatch watch(env);

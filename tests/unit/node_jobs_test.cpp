@@ -26,7 +26,7 @@ class NodeJobsTest : public ::testing::Test {
         fs::create_directories(spool);
     }
     void Sockets(const std::vector<std::string>& names) {
-        for (const std::string& n : names) std::ofstream(spool / n);
+        for (const std::string& n : names) std::ofstream(spool / n) << "";
     }
     rem::JobInfo& Job(std::uint32_t id, const std::string& state) {
         rem::JobInfo& job = t.FailedJob(id, {"node1", "node2"});
