@@ -10,16 +10,11 @@ namespace autoheal::agent {
 std::vector<std::string> CounterWatch::Poll() {
     std::vector<std::string> done;
     if (env_.agent.counter_seconds <= 0) return done;
-    const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    env_.clock.Steady().time_since_epoch())
-                                    .count();
+    const std::int64_t now_ms = SteadyMs(env_.clock);
     if (now_ms < next_ms_) return done;
     next_ms_ = now_ms + static_cast<std::int64_t>(env_.agent.counter_seconds * 1000);
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(static_cast<long long>(env_.health.nvml_timeout_seconds * 1000));
-    health::IsolatedSnapshot nvml =
-        health::CollectSnapshotIsolated(env_.health.nvml_library, deadline, health::Scope::kFull);
+    health::IsolatedSnapshot nvml = health::CollectSnapshotIsolated(
+        env_.health.nvml_library, NvmlDeadline(env_), health::Scope::kFull);
     if (!nvml.snapshot) {
         done.push_back(std::string("counters: NVML ") +
                        (nvml.timed_out ? "did not answer in time" : "failed"));

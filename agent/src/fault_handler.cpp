@@ -263,6 +263,16 @@ FaultHandled HandleKernelLines(const AgentEnv& env, const std::string& lines) {
     return HandleEvidence(env, found);
 }
 
+std::int64_t SteadyMs(rem::Clock& clock) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Steady().time_since_epoch())
+        .count();
+}
+
+std::chrono::steady_clock::time_point NvmlDeadline(const AgentEnv& env) {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(
+                                                  env.health.nvml_timeout_seconds * 1000));
+}
+
 std::string XidKey(const std::string& pci, const std::string& xid) {
     std::string gpu;
     for (char c : pci) gpu += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

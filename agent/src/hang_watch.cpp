@@ -26,11 +26,6 @@ namespace {
 constexpr std::chrono::seconds kFilesTimeout{10};
 constexpr std::size_t kMaxFindings = 1u << 20;
 
-std::int64_t SteadyMs(rem::Clock& clock) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Steady().time_since_epoch())
-        .count();
-}
-
 // The job's prolog baseline on this node (its options and GPUs); none: not opted in.
 rem::PrologBaseline BaselineOf(const AgentEnv& env, const std::string& job) {
     auto baseline = rem::ReadPrologBaseline(env.config.state_dir, job, env.node);
@@ -56,11 +51,8 @@ struct GpuActivity {
 // nullopt when NVML cannot tell (no answer in time, a GPU that does not say). No driver: no GPU
 // can be working.
 std::optional<GpuActivity> JobGpuActivity(const AgentEnv& env, const std::string& job_gpus) {
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(static_cast<long long>(env.health.nvml_timeout_seconds * 1000));
     const health::IsolatedSnapshot nvml =
-        health::CollectSnapshotIsolated(env.health.nvml_library, deadline);
+        health::CollectSnapshotIsolated(env.health.nvml_library, NvmlDeadline(env));
     if (!nvml.snapshot) return std::nullopt;
     const auto minors = health::ParseGpuList(job_gpus);
     GpuActivity activity;

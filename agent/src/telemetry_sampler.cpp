@@ -13,13 +13,6 @@ namespace rem = autoheal::remediation;
 
 namespace {
 
-// The samples' time: the monotonic clock in ms (CLOCK_MONOTONIC counts from boot, so a restarted
-// agent goes on with the same time base).
-std::int64_t SteadyMs(rem::Clock& clock) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Steady().time_since_epoch())
-        .count();
-}
-
 diag::GpuSample SampleOf(const health::GpuSnapshot& g, std::int64_t time_ms) {
     diag::GpuSample s;
     s.time_ms = time_ms;
@@ -89,11 +82,8 @@ std::vector<std::string> TelemetrySampler::Poll(const std::vector<rem::JobInfo>&
         if (!s.minors.empty()) sampled.push_back(&s);
     }
     if (sampled.empty()) return problems;
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(static_cast<long long>(env_.health.nvml_timeout_seconds * 1000));
     const health::IsolatedSnapshot nvml = health::CollectSnapshotIsolated(
-        env_.health.nvml_library, deadline, health::Scope::kTelemetry);
+        env_.health.nvml_library, NvmlDeadline(env_), health::Scope::kTelemetry);
     if (!nvml.snapshot || !nvml.snapshot->driver_present) {
         problems.push_back("telemetry: NVML " + (nvml.timed_out
                                                      ? std::string("did not answer in time")

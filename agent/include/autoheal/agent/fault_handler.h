@@ -22,6 +22,8 @@
 //    escalates when the controller sees the node's next fault.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,13 @@ struct FaultHandled {
     // them again when NVML reports them too (agent/xid_event_watch.h).
     std::vector<std::string> xids;
 };
+
+// The agent's clock in ms: the monotonic clock (CLOCK_MONOTONIC counts from boot, so a restarted
+// agent goes on with the same time base).
+std::int64_t SteadyMs(remediation::Clock& clock);
+
+// When an NVML child started now must have answered: health.nvml_timeout_seconds from now.
+std::chrono::steady_clock::time_point NvmlDeadline(const AgentEnv& env);
 
 // "0000:3b:00/79": an Xid's GPU as the kernel names it (lower case, no PCI function) and number.
 std::string XidKey(const std::string& pci, const std::string& xid);
