@@ -22,7 +22,8 @@ std::vector<std::string> CounterWatch::Poll() {
     }
     if (last_) {
         diag::EvidenceSet found;
-        for (diag::Evidence& e : remediation::NvmlDeltaEvidence(*last_, *nvml.snapshot)) {
+        for (diag::Evidence& e : remediation::NvmlDeltaEvidence(
+                 *last_, *nvml.snapshot, remediation::DeltaSpan::kReadings)) {
             diag::AddEvidence(&found, "nvml", std::move(e));
         }
         if (!found.items.empty()) {

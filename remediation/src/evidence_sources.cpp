@@ -291,7 +291,7 @@ diag::Evidence NvmlDelta(const std::string& gpu, const char* counter, std::strin
 }
 
 // Counters that grew, flags that appeared and links that went down on one GPU.
-void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
+void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a, const char* when,
                std::vector<diag::Evidence>* out) {
     const std::string& pci = g.pci_bus_id;
     auto grew = [&](const char* counter, std::uint64_t x, std::uint64_t y) {
@@ -299,7 +299,7 @@ void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
         diag::Evidence e =
             NvmlDelta(pci, counter,
                       std::string(counter) + " increased by " + std::to_string(y - x) + " (from " +
-                          std::to_string(x) + " to " + std::to_string(y) + ") during the job");
+                          std::to_string(x) + " to " + std::to_string(y) + ") " + when);
         e.SetField("before", std::to_string(x));
         e.SetField("after", std::to_string(y));
         out->push_back(std::move(e));
@@ -317,7 +317,7 @@ void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
              a.remapped_rows->uncorrectable);
         if (!g.remapped_rows->failure && a.remapped_rows->failure) {
             diag::Evidence e = NvmlDelta(pci, "remapped_rows_failure",
-                                         "remapped_rows_failure appeared during the job");
+                                         std::string("remapped_rows_failure appeared ") + when);
             e.SetField("before", "0");
             e.SetField("after", "1");
             out->push_back(std::move(e));
@@ -326,8 +326,8 @@ void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
     if (a.recovery_action && *a.recovery_action != 0 &&
         (!g.recovery_action || *g.recovery_action == 0)) {
         const std::string action = std::to_string(*a.recovery_action);
-        diag::Evidence e = NvmlDelta(pci, "recovery_action",
-                                     "recovery_action " + action + " appeared during the job");
+        diag::Evidence e =
+            NvmlDelta(pci, "recovery_action", "recovery_action " + action + " appeared " + when);
         e.SetField("before", "0");
         e.SetField("after", action);
         out->push_back(std::move(e));
@@ -336,8 +336,7 @@ void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
         for (const auto& l2 : a.nvlinks) {
             if (l2.link != link.link || !link.active || l2.active) continue;
             const std::string n = std::to_string(link.link);
-            diag::Evidence e =
-                NvmlDelta(pci, "nvlink", "nvlink " + n + " went down during the job");
+            diag::Evidence e = NvmlDelta(pci, "nvlink", "nvlink " + n + " went down " + when);
             e.SetField("link", n);
             e.SetField("before", "up");
             e.SetField("after", "down");
@@ -349,7 +348,10 @@ void GpuDeltas(const health::GpuSnapshot& g, const health::GpuSnapshot& a,
 }  // namespace
 
 std::vector<diag::Evidence> NvmlDeltaEvidence(const health::NodeSnapshot& before,
-                                              const health::NodeSnapshot& after) {
+                                              const health::NodeSnapshot& after, DeltaSpan span) {
+    const bool job = span == DeltaSpan::kJob;
+    const char* when = job ? "during the job" : "since the previous reading";
+    const char* was_there = job ? "(it was there at the job's start)" : "(it was there before)";
     std::vector<diag::Evidence> out;
     if (!before.driver_present || !after.driver_present) return out;
     std::map<std::string, const health::GpuSnapshot*> now;
@@ -358,11 +360,10 @@ std::vector<diag::Evidence> NvmlDeltaEvidence(const health::NodeSnapshot& before
         auto it = now.find(g.pci_bus_id);
         if (it == now.end()) {
             out.push_back(NvmlDelta(g.pci_bus_id, "gpu_lost",
-                                    "is lost: NVML no longer finds it (it was there at the "
-                                    "job's start)"));
+                                    std::string("is lost: NVML no longer finds it ") + was_there));
             continue;
         }
-        GpuDeltas(g, *it->second, &out);
+        GpuDeltas(g, *it->second, when, &out);
     }
     for (std::size_t i = 0; i < out.size(); ++i) out[i].line = i + 1;
     return out;

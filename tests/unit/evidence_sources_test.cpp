@@ -131,7 +131,7 @@ TEST(Nvml, CountersThatGrewFlagsLinksAndLostGpusBecomeTypedItems) {
     a.remapped_rows->failure = true;
     a.nvlinks[0].active = false;
     after.gpus = {a};  // b is gone
-    const auto items = NvmlDeltaEvidence(before, after);
+    const auto items = NvmlDeltaEvidence(before, after, DeltaSpan::kJob);
     ASSERT_EQ(items.size(), 4u);
     using Fields = std::vector<std::pair<std::string, std::string>>;
     EXPECT_EQ(items[0].signature, "nvml-delta");
@@ -151,8 +151,20 @@ TEST(Nvml, CountersThatGrewFlagsLinksAndLostGpusBecomeTypedItems) {
                                        {"after", "down"}}));
     EXPECT_EQ(items[3].fields, (Fields{{"gpu", "0000:5d:00.0"}, {"counter", "gpu_lost"}}));
     EXPECT_EQ(items[3].line, 4u);
+    EXPECT_EQ(
+        items[3].text,
+        "gpu 0000:5d:00.0 is lost: NVML no longer finds it (it was there at the job's start)");
+    // The agent's counter watch compares two readings, not a job's start and end.
+    const auto read = NvmlDeltaEvidence(before, after, DeltaSpan::kReadings);
+    ASSERT_EQ(read.size(), 4u);
+    EXPECT_EQ(read[0].text,
+              "gpu 0000:3b:00.0 ecc_uncorrected_volatile increased by 3 (from 0 to 3) since the "
+              "previous reading");
+    EXPECT_EQ(read[2].text, "gpu 0000:3b:00.0 nvlink 2 went down since the previous reading");
+    EXPECT_EQ(read[3].text,
+              "gpu 0000:5d:00.0 is lost: NVML no longer finds it (it was there before)");
     after.driver_present = false;
-    EXPECT_THAT(NvmlDeltaEvidence(before, after), IsEmpty());
+    EXPECT_THAT(NvmlDeltaEvidence(before, after, DeltaSpan::kJob), IsEmpty());
 }
 
 TEST(Health, FailedChecksBecomeTypedItemsWithTheirReason) {

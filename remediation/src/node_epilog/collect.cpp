@@ -33,7 +33,7 @@ void CollectGpuEvidence(const NodeEpilogEnv& env, const std::optional<health::No
     ev->after = post.snapshot;
     diag::EvidenceSet& set = ev->report.evidence;
     if (before) {
-        for (diag::Evidence& e : NvmlDeltaEvidence(*before, ev->after)) {
+        for (diag::Evidence& e : NvmlDeltaEvidence(*before, ev->after, DeltaSpan::kJob)) {
             diag::AddEvidence(&set, "nvml", std::move(e));
         }
     }

@@ -52,11 +52,15 @@ struct OutputPatternValues {
 };
 std::string ExpandOutputPattern(const std::string& pattern, const OutputPatternValues& v);
 
+// What two snapshots span, as the items' text says it: the node epilog compares the job's start
+// with its end, the agent one reading of its counter watch with the next.
+enum class DeltaSpan { kJob, kReadings };
+
 // One nvml-delta item per change: fields gpu, counter and, where they apply, before/after
 // (numbers; up/down for an NVLink) and link. A GPU of `before` that `after` lacks is
 // counter=gpu_lost. Nothing when either snapshot has no driver. Lines number the items from 1.
 std::vector<diag::Evidence> NvmlDeltaEvidence(const health::NodeSnapshot& before,
-                                              const health::NodeSnapshot& after);
+                                              const health::NodeSnapshot& after, DeltaSpan span);
 
 // One health-check item per failed check: fields check, verdict=fail, gpu (per-GPU checks)
 // and reason (when the check gives one, CheckResult::reason).
