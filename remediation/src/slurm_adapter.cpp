@@ -231,7 +231,7 @@ Result<std::string> SlurmAdapter::SlurmdSpoolDir(const std::string& node, const 
     slurm_conf_t* conf = nullptr;
     if (slurm_load_ctl_conf(0, &conf) != 0 || conf == nullptr) return SlurmError("load config");
     const std::string pattern = Str(conf->slurmd_spooldir);
-    slurm_free_ctl_conf(conf);
+    autoheal_free_ctl_conf(conf);
     std::optional<std::string> dir = ExpandSlurmdPath(pattern, node, host);
     if (!dir || dir->empty()) {
         return MakeError(ErrorCode::kInvalid, "SlurmdSpoolDir '" + pattern + "': not expanded");

@@ -12,7 +12,7 @@
  * 25.05  slurm_load_topo() takes a topology name, slurm_print_topo_info_msg() a unit.
  * 25.11  job_desc_msg_t.job_id removed (step_id.job_id).
  * 26.05  slurm_load_job(), slurm_kill_job(), slurm_requeue() take a slurm_step_id_t;
- *        update_node_msg_t.reason_uid removed. */
+ *        update_node_msg_t.reason_uid removed; slurm_free_ctl_conf() is slurm_free_conf(). */
 #ifndef AUTOHEAL_SLURM_COMPAT_H
 #define AUTOHEAL_SLURM_COMPAT_H
 
@@ -81,6 +81,16 @@ static inline void autoheal_update_node_set_reason_uid(update_node_msg_t *msg, u
     (void)uid;
 #else
     msg->reason_uid = uid;
+#endif
+}
+
+/* Frees what slurm_load_ctl_conf() returned (26.05 renamed slurm_free_ctl_conf to
+ * slurm_free_conf). */
+static inline void autoheal_free_ctl_conf(slurm_conf_t *conf) {
+#if AUTOHEAL_SLURM_AT_LEAST(26, 5)
+    slurm_free_conf(conf);
+#else
+    slurm_free_ctl_conf(conf);
 #endif
 }
 
