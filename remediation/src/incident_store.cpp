@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iterator>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "autoheal/diag/taxonomy.h"
@@ -263,6 +266,27 @@ Result<bool> Migrate(sqlite3* db) {
 
 std::int64_t Now() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
+// Switches the file to WAL and says the journal mode it is in. Where waiting could deadlock,
+// SQLite answers SQLITE_BUSY at once without calling the busy handler (sqlite3_busy_handler's
+// documentation): processes that open a new store at the same moment can meet that here (seen
+// with Debian 13's SQLite in IncidentStoreTest.ConcurrentFirstOpensMigrateOnce). The statement
+// is then run again from the start, with no lock held in between, until the busy timeout.
+Result<std::string> EnableWal(sqlite3* raw) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (int wait_ms = 1;; wait_ms = std::min(wait_ms * 2, 50)) {
+        {
+            Statement wal(raw, "PRAGMA journal_mode = WAL");
+            const int rc = wal.Step();
+            if (rc == SQLITE_ROW) return wal.Text(0);
+            if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+                return MakeError("enable WAL: " + Describe(raw));
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    }
+}
+
 }  // namespace
 
 IncidentStore::IncidentStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
@@ -300,15 +324,11 @@ Result<std::unique_ptr<IncidentStore>> IncidentStore::Open(const std::string& pa
         return MakeError(where + NewerSchema(version).message);
     }
 
-    {
-        Statement wal(raw, "PRAGMA journal_mode = WAL");
-        if (wal.Step() != SQLITE_ROW) {
-            return MakeError(where + "enable WAL: " + Describe(raw));
-        }
-        // A store in memory has no WAL: SQLite keeps its journal in memory.
-        if (wal.Text(0) != (memory ? "memory" : "wal")) {
-            return MakeError(where + "enable WAL: journal mode is '" + wal.Text(0) + "'");
-        }
+    auto mode = EnableWal(raw);
+    if (!mode) return MakeError(where + mode.error());
+    // A store in memory has no WAL: SQLite keeps its journal in memory.
+    if (*mode != (memory ? "memory" : "wal")) {
+        return MakeError(where + "enable WAL: journal mode is '" + *mode + "'");
     }
     std::int64_t foreign_keys = 0;
     if (!Exec(raw, "PRAGMA foreign_keys = ON") ||
