@@ -31,10 +31,10 @@ TEST(FlightRecorder, ReadsTheHangFixtureWithItsNodeLayout) {
     EXPECT_EQ(d5->pg_status.at(0).last_completed, 41);
     ASSERT_EQ(d5->entries.size(), 16u);
     EXPECT_EQ(d5->entries.back().collective_seq_id, 41);
-    EXPECT_EQ(d5->entries.back().state, "completed");
-    EXPECT_EQ(d5->entries.back().profiling_name, "nccl:all_reduce");
-    EXPECT_EQ(d5->entries.back().pg_name, "0");
-    EXPECT_EQ(d5->entries.back().input_sizes, "[[1024,1024]]");
+    EXPECT_EQ(d5->entries.back().state, FrState::kCompleted);
+    EXPECT_EQ(d5->Text(d5->entries.back().profiling_name), "nccl:all_reduce");
+    EXPECT_EQ(d5->Text(d5->entries.back().pg_name), "0");
+    EXPECT_EQ(d5->Text(d5->entries.back().input_sizes), "[[1024,1024]]");
     EXPECT_GT(d5->entries.back().time_created_ns, std::int64_t{1} << 60);  // LONG1
 }
 

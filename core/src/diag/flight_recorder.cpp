@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <thread>
+#include <unordered_map>
 
 #include "autoheal/core/files.h"
 
@@ -19,20 +21,19 @@ namespace {
 using Kind = DataTree::Kind;
 using Ref = DataTree::Ref;
 
-std::optional<std::int64_t> AsInt(const DataTree& tree, Ref r) {
+// An int written as decimal text ("41", as dump_json() writes pg_status).
+std::optional<std::int64_t> IntText(std::string_view s) {
+    std::int64_t v = 0;
+    const char* end = s.data() + s.size();
+    const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+    if (ec != std::errc() || ptr != end) return std::nullopt;
+    return v;
+}
+
+inline std::optional<std::int64_t> AsInt(const DataTree& tree, Ref r) {
     const Kind kind = tree.kind(r);
     if (kind == Kind::kInt || kind == Kind::kBool) return tree.Int(r);
-    const std::string_view s = tree.Str(r);
-    if (kind == Kind::kString && !s.empty() && s.size() <= 19) {
-        std::int64_t v = 0;
-        bool neg = s[0] == '-';
-        for (std::size_t k = neg ? 1 : 0; k < s.size(); ++k) {
-            if (s[k] < '0' || s[k] > '9') return std::nullopt;
-            v = v * 10 + (s[k] - '0');
-        }
-        return neg ? -v : v;
-    }
-    return std::nullopt;
+    return kind == Kind::kString ? IntText(tree.Str(r)) : std::nullopt;
 }
 
 std::string AsString(const DataTree& tree, Ref r) {
@@ -101,39 +102,140 @@ void SizesText(const DataTree& tree, Ref r, int depth, std::string* out) {
     *out += "]";
 }
 
-// One pass over the entry's keys (a dump holds up to thousands of entries of some 20 keys).
-FrEntry ReadEntry(const DataTree& tree, Ref e) {
-    FrEntry out;
-    for (const auto& [k, v] : tree.MapOf(e)) {
-        if (tree.kind(k) != Kind::kString) continue;
-        const std::string_view name = tree.Str(k);
-        if (name == "record_id") {
-            out.record_id = AsInt(tree, v).value_or(0);
-        } else if (name == "pg_id") {
-            out.pg_id = AsInt(tree, v).value_or(0);
-        } else if (name == "process_group") {
-            const auto& items = tree.ItemsOf(v);
-            if (!items.empty()) out.pg_name = AsString(tree, items[0]);
-        } else if (name == "collective_seq_id") {
-            out.collective_seq_id = AsInt(tree, v).value_or(0);
-        } else if (name == "p2p_seq_id") {
-            out.p2p_seq_id = AsInt(tree, v).value_or(0);
-        } else if (name == "op_id") {
-            out.op_id = AsInt(tree, v).value_or(0);
-        } else if (name == "profiling_name") {
-            out.profiling_name = AsString(tree, v);
-        } else if (name == "state") {
-            out.state = AsString(tree, v);
-        } else if (name == "time_created_ns") {
-            out.time_created_ns = AsInt(tree, v).value_or(0);
-        } else if (name == "is_p2p") {
-            out.is_p2p = AsInt(tree, v).value_or(0) != 0;
-        } else if (name == "input_sizes") {
-            SizesText(tree, v, 0, &out.input_sizes);
-        }
+// The entry keys this reader uses.
+enum class Field : std::uint8_t {
+    kUnseen,  // not looked up yet
+    kOther,
+    kRecordId,
+    kPgId,
+    kProcessGroup,
+    kSeq,
+    kP2pSeq,
+    kOpId,
+    kProfilingName,
+    kState,
+    kCreated,
+    kIsP2p,
+    kInputSizes,
+};
+
+Field FieldNamed(std::string_view name) {
+    static constexpr std::pair<std::string_view, Field> kFields[] = {
+        {"record_id", Field::kRecordId},
+        {"pg_id", Field::kPgId},
+        {"process_group", Field::kProcessGroup},
+        {"collective_seq_id", Field::kSeq},
+        {"p2p_seq_id", Field::kP2pSeq},
+        {"op_id", Field::kOpId},
+        {"profiling_name", Field::kProfilingName},
+        {"state", Field::kState},
+        {"time_created_ns", Field::kCreated},
+        {"is_p2p", Field::kIsP2p},
+        {"input_sizes", Field::kInputSizes},
+    };
+    for (const auto& [n, f] : kFields) {
+        if (n == name) return f;
     }
-    return out;
+    return Field::kOther;
 }
+
+FrState StateNamed(std::string_view s) {
+    if (s == "completed") return FrState::kCompleted;
+    if (s == "started") return FrState::kStarted;
+    if (s == "scheduled") return FrState::kScheduled;
+    return FrState::kOther;
+}
+
+struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// The entries of one tree, into one dump. A pickle memoizes the keys and repeated texts, so a
+// key comes back as the same node in every entry: each node's field is looked up once.
+class EntryReader {
+  public:
+    EntryReader(const DataTree& tree, FrDump* dump)
+        : tree_(tree), dump_(*dump), fields_(tree.size(), Field::kUnseen) {}
+
+    FrEntry Read(Ref e) {
+        FrEntry out;
+        for (const auto& [k, v] : tree_.MapOf(e)) {
+            switch (FieldOf(k)) {
+                case Field::kRecordId:
+                    out.record_id = AsInt(tree_, v).value_or(0);
+                    break;
+                case Field::kPgId:
+                    out.pg_id = AsInt(tree_, v).value_or(0);
+                    break;
+                case Field::kProcessGroup:
+                    if (!tree_.ItemsOf(v).empty()) out.pg_name = TextOf(tree_.ItemsOf(v)[0]);
+                    break;
+                case Field::kSeq:
+                    out.collective_seq_id = AsInt(tree_, v).value_or(0);
+                    break;
+                case Field::kP2pSeq:
+                    out.p2p_seq_id = AsInt(tree_, v).value_or(0);
+                    break;
+                case Field::kOpId:
+                    out.op_id = AsInt(tree_, v).value_or(0);
+                    break;
+                case Field::kProfilingName:
+                    out.profiling_name = TextOf(v);
+                    break;
+                case Field::kState:
+                    out.state = tree_.kind(v) == Kind::kString ? StateNamed(tree_.Str(v))
+                                                               : FrState::kOther;
+                    break;
+                case Field::kCreated:
+                    out.time_created_ns = AsInt(tree_, v).value_or(0);
+                    break;
+                case Field::kIsP2p:
+                    out.is_p2p = AsInt(tree_, v).value_or(0) != 0;
+                    break;
+                case Field::kInputSizes:
+                    sizes_.clear();
+                    SizesText(tree_, v, 0, &sizes_);
+                    out.input_sizes = Intern(sizes_);
+                    break;
+                default:
+                    break;
+            }
+        }
+        return out;
+    }
+
+  private:
+    Field FieldOf(Ref key) {
+        if (key >= fields_.size()) return Field::kOther;
+        Field& f = fields_[key];
+        if (f == Field::kUnseen) {
+            f = tree_.kind(key) == Kind::kString ? FieldNamed(tree_.Str(key)) : Field::kOther;
+        }
+        return f;
+    }
+    std::uint32_t TextOf(Ref r) {
+        if (tree_.kind(r) != Kind::kString) return 0;
+        auto [it, added] = text_ids_.try_emplace(r, 0);
+        if (added) it->second = Intern(tree_.Str(r));
+        return it->second;
+    }
+    std::uint32_t Intern(std::string_view s) {
+        if (s.empty()) return 0;
+        if (auto it = ids_.find(s); it != ids_.end()) return it->second;
+        const auto id = static_cast<std::uint32_t>(dump_.texts.size());
+        dump_.texts.emplace_back(s);
+        ids_.emplace(std::string(s), id);
+        return id;
+    }
+
+    const DataTree& tree_;
+    FrDump& dump_;
+    std::vector<Field> fields_;                        // by node
+    std::unordered_map<Ref, std::uint32_t> text_ids_;  // by node
+    std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> ids_;
+    std::string sizes_;
+};
 
 Result<FrDump> ReadDump(const DataTree& tree) {
     const Ref root = tree.root();
@@ -176,8 +278,9 @@ Result<FrDump> ReadDump(const DataTree& tree) {
         const auto& items = tree.ItemsOf(entries);
         const std::size_t n = std::min(items.size(), kMaxFrEntries);
         dump.entries.reserve(n);
+        EntryReader reader(tree, &dump);
         for (std::size_t k = items.size() - n; k < items.size(); ++k) {
-            dump.entries.push_back(ReadEntry(tree, items[k]));
+            dump.entries.push_back(reader.Read(items[k]));
         }
     }
     return dump;

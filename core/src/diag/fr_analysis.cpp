@@ -13,34 +13,73 @@ namespace {
 struct RankAt {
     std::int64_t last_seq = -1;  // the newest collective recorded
     const FrEntry* last = nullptr;
+    const FrDump* dump = nullptr;  // whose texts `last` names
 };
+
+// The (op, sizes) pairs of all dumps, numbered: ranks agree on a collective when their entries
+// at one sequence number have the same key. keys[d][k] is entry k's of dump d.
+struct OpKeys {
+    std::vector<std::string> ops;  // by key: the op's profiling name
+    std::vector<std::vector<std::uint32_t>> keys;
+};
+
+OpKeys NumberOps(const std::vector<const FrDump*>& dumps) {
+    OpKeys out;
+    std::unordered_map<std::string, std::uint32_t> ids;
+    out.keys.resize(dumps.size());
+    for (std::size_t d = 0; d < dumps.size(); ++d) {
+        // Per dump, by (op text, sizes text): a dump names a few of each thousands of times.
+        std::unordered_map<std::uint64_t, std::uint32_t> local;
+        out.keys[d].reserve(dumps[d]->entries.size());
+        for (const FrEntry& e : dumps[d]->entries) {
+            const std::uint64_t pair = (std::uint64_t{e.profiling_name} << 32) | e.input_sizes;
+            auto [it, added] = local.try_emplace(pair, 0);
+            if (added) {
+                const std::string& op = dumps[d]->Text(e.profiling_name);
+                const std::string key = op + "|" + dumps[d]->Text(e.input_sizes);
+                auto [global, fresh] =
+                    ids.try_emplace(key, static_cast<std::uint32_t>(out.ops.size()));
+                if (fresh) out.ops.push_back(op);
+                it->second = global->second;
+            }
+            out.keys[d].push_back(it->second);
+        }
+    }
+    return out;
+}
 
 // One process group across the ranks.
 struct PgView {
     std::string name;
     std::map<int, RankAt> ranks;  // by rank, for every dump with an entry of the group
-    // Per sequence number: each distinct (op, sizes) and how many ranks ran it, first seen first.
-    std::unordered_map<std::int64_t, std::vector<std::pair<std::string, int>>> ops;
+    // Per sequence number: each distinct op key and how many ranks ran it, first seen first.
+    std::unordered_map<std::int64_t, std::vector<std::pair<std::uint32_t, int>>> ops;
 };
 
-std::string OpKey(const FrEntry& e) { return e.profiling_name + "|" + e.input_sizes; }
-
-std::string OpOf(const std::string& key) { return key.substr(0, key.find('|')); }
-
-std::map<std::int64_t, PgView> Views(const std::vector<const FrDump*>& dumps) {
+std::map<std::int64_t, PgView> Views(const std::vector<const FrDump*>& dumps,
+                                     const OpKeys& keys) {
     std::map<std::int64_t, PgView> views;
-    for (const FrDump* d : dumps) {
-        for (const FrEntry& e : d->entries) {
+    for (std::size_t d = 0; d < dumps.size(); ++d) {
+        const FrDump& dump = *dumps[d];
+        PgView* v = nullptr;
+        RankAt* at = nullptr;
+        std::int64_t pg = 0;
+        for (std::size_t k = 0; k < dump.entries.size(); ++k) {
+            const FrEntry& e = dump.entries[k];
             if (e.is_p2p) continue;
-            PgView& v = views[e.pg_id];
-            if (v.name.empty()) v.name = e.pg_name;
-            RankAt& at = v.ranks[d->rank];
-            if (e.collective_seq_id >= at.last_seq) {
-                at.last_seq = e.collective_seq_id;
-                at.last = &e;
+            if (v == nullptr || e.pg_id != pg) {  // a dump's entries are mostly of one group
+                pg = e.pg_id;
+                v = &views[pg];
+                if (v->name.empty()) v->name = dump.Text(e.pg_name);
+                at = &v->ranks[dump.rank];
+                at->dump = &dump;
             }
-            auto& seen = v.ops[e.collective_seq_id];
-            const std::string key = OpKey(e);
+            if (at->last == nullptr || e.collective_seq_id >= at->last_seq) {
+                at->last_seq = e.collective_seq_id;
+                at->last = &e;
+            }
+            auto& seen = v->ops[e.collective_seq_id];
+            const std::uint32_t key = keys.keys[d][k];
             auto it = std::find_if(seen.begin(), seen.end(),
                                    [&](const auto& p) { return p.first == key; });
             if (it == seen.end()) {
@@ -67,31 +106,32 @@ std::vector<int> Members(const std::vector<const FrDump*>& dumps, const PgView& 
 // Ranks that ran another collective (or other sizes) at a sequence number where most ran one:
 // the lowest such sequence number.
 std::optional<FrFinding> Desync(std::int64_t pg, const PgView& v,
-                                const std::vector<const FrDump*>& dumps) {
+                                const std::vector<const FrDump*>& dumps, const OpKeys& keys) {
     std::optional<FrFinding> found;
-    for (const FrDump* d : dumps) {
-        for (const FrEntry& e : d->entries) {
+    for (std::size_t d = 0; d < dumps.size(); ++d) {
+        const FrDump& dump = *dumps[d];
+        for (std::size_t k = 0; k < dump.entries.size(); ++k) {
+            const FrEntry& e = dump.entries[k];
             if (e.is_p2p || e.pg_id != pg) continue;
             const auto& seen = v.ops.at(e.collective_seq_id);
             if (seen.size() < 2) continue;
             const auto majority =
                 std::max_element(seen.begin(), seen.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
-            const std::string key = OpKey(e);
-            if (key == majority->first) continue;
+            if (keys.keys[d][k] == majority->first) continue;
             if (!found || e.collective_seq_id < found->seq) {
                 found = FrFinding{};
                 found->kind = FrFinding::Kind::kDesync;
                 found->pg_id = pg;
                 found->pg_name = v.name;
                 found->seq = e.collective_seq_id;
-                found->op = OpOf(majority->first);
-                found->other_op = e.profiling_name;
+                found->op = keys.ops[majority->first];
+                found->other_op = dump.Text(e.profiling_name);
             }
             if (e.collective_seq_id == found->seq &&
-                std::find(found->ranks.begin(), found->ranks.end(), d->rank) ==
+                std::find(found->ranks.begin(), found->ranks.end(), dump.rank) ==
                     found->ranks.end()) {
-                found->ranks.push_back(d->rank);
+                found->ranks.push_back(dump.rank);
             }
             break;  // one disagreement per rank is enough
         }
@@ -106,17 +146,17 @@ std::optional<FrFinding> Hang(std::int64_t pg, const PgView& v, const std::vecto
     f.pg_id = pg;
     f.pg_name = v.name;
     f.members = static_cast<int>(members.size());
-    const FrEntry* top = nullptr;
+    const RankAt* top = nullptr;
     f.seq = -1;
     for (const auto& [rank, at] : v.ranks) f.seq = std::max(f.seq, at.last_seq);
     for (const auto& [rank, at] : v.ranks) {
-        if (at.last_seq == f.seq && at.last->state != "completed") {
+        if (at.last_seq == f.seq && at.last->state != FrState::kCompleted) {
             ++f.waiting;
-            top = at.last;
+            top = &at;
         }
     }
     if (f.waiting == 0 || top == nullptr) return std::nullopt;
-    f.op = top->profiling_name;
+    f.op = top->dump->Text(top->last->profiling_name);
     std::vector<int> missing;
     for (int rank : members) {
         auto it = v.ranks.find(rank);
@@ -133,7 +173,7 @@ std::optional<FrFinding> Hang(std::int64_t pg, const PgView& v, const std::vecto
         if (it->second.last_seq < f.seq) {
             f.ranks.push_back(rank);
             // Any culprit stuck in an earlier collective makes the finding "not-completed".
-            const bool done = it->second.last->state == "completed";
+            const bool done = it->second.last->state == FrState::kCompleted;
             if (f.why != "not-completed") f.why = done ? "never-entered" : "not-completed";
         }
     }
@@ -167,8 +207,9 @@ std::vector<FrFinding> AnalyzeFlightRecorder(const std::vector<FrDump>& all) {
     std::sort(dumps.begin(), dumps.end(),
               [](const FrDump* a, const FrDump* b) { return a->rank < b->rank; });
     std::vector<FrFinding> findings;
-    for (const auto& [pg, view] : Views(dumps)) {
-        if (auto d = Desync(pg, view, dumps)) {
+    const OpKeys keys = NumberOps(dumps);
+    for (const auto& [pg, view] : Views(dumps, keys)) {
+        if (auto d = Desync(pg, view, dumps, keys)) {
             findings.push_back(std::move(*d));
             continue;
         }

@@ -2,6 +2,7 @@
 // references, MARK positions and a memo; every opcode outside the data set is refused by name.
 // Opcode numbers and argument layouts: Python's Lib/pickletools.py (protocols 0-5).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,43 +17,28 @@ namespace {
 using Kind = DataTree::Kind;
 using Ref = DataTree::Ref;
 
-// The opcodes that import a name, call an object or fetch one from outside the stream.
-const char* RefusedName(unsigned char op) {
-    switch (op) {
-        case 'c':
-            return "GLOBAL";
-        case 0x93:
-            return "STACK_GLOBAL";
-        case 'R':
-            return "REDUCE";
-        case 'b':
-            return "BUILD";
-        case 'i':
-            return "INST";
-        case 'o':
-            return "OBJ";
-        case 0x81:
-            return "NEWOBJ";
-        case 0x92:
-            return "NEWOBJ_EX";
-        case 0x82:
-            return "EXT1";
-        case 0x83:
-            return "EXT2";
-        case 0x84:
-            return "EXT4";
-        case 'P':
-            return "PERSID";
-        case 'Q':
-            return "BINPERSID";
-        case 0x97:
-            return "NEXT_BUFFER";
-        case 0x98:
-            return "READONLY_BUFFER";
-        default:
-            return nullptr;
-    }
+// The opcodes that import a name, call an object or fetch one from outside the stream, by
+// opcode: one table lookup, so the opcode loop dispatches once.
+constexpr std::array<const char*, 256> RefusedNames() {
+    std::array<const char*, 256> t{};
+    t['c'] = "GLOBAL";
+    t[0x93] = "STACK_GLOBAL";
+    t['R'] = "REDUCE";
+    t['b'] = "BUILD";
+    t['i'] = "INST";
+    t['o'] = "OBJ";
+    t[0x81] = "NEWOBJ";
+    t[0x92] = "NEWOBJ_EX";
+    t[0x82] = "EXT1";
+    t[0x83] = "EXT2";
+    t[0x84] = "EXT4";
+    t['P'] = "PERSID";
+    t['Q'] = "BINPERSID";
+    t[0x97] = "NEXT_BUFFER";
+    t[0x98] = "READONLY_BUFFER";
+    return t;
 }
+constexpr std::array<const char*, 256> kRefused = RefusedNames();
 
 class PickleReader {
   public:
@@ -71,13 +57,6 @@ class PickleReader {
                 if (stack_.size() != 1 || !marks_.empty()) return Fail(at, "STOP with a bad stack");
                 tree_.set_root(stack_.back());
                 return std::move(tree_);
-            }
-            if (const char* name = RefusedName(op)) {
-                char code[8];
-                std::snprintf(code, sizeof code, "0x%02x", op);
-                return MakeError(ErrorCode::kInvalid, std::string("opcode ") + name + " (" + code +
-                                                          ") at byte " + std::to_string(at) +
-                                                          " imports or calls: refused");
             }
             if (!Step(op, at)) return MakeError(ErrorCode::kInvalid, error_);
         }
@@ -137,13 +116,11 @@ class PickleReader {
         stack_.push_back(kind == Kind::kNone ? tree_.AddScalar(kind, 0) : tree_.AddContainer(kind));
         return true;
     }
-    // The items above the topmost MARK, removed with the mark.
-    bool PopMark(std::vector<Ref>* items, std::size_t at) {
+    // Pops the topmost MARK: *m is where the items above it start on the stack.
+    bool PopMark(std::size_t* m, std::size_t at) {
         if (marks_.empty()) return Bad(at, "no MARK");
-        const std::size_t m = marks_.back();
+        *m = marks_.back();
         marks_.pop_back();
-        items->assign(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
-        stack_.resize(m);
         return true;
     }
     bool Top(std::size_t n, std::size_t at) {
@@ -151,32 +128,62 @@ class PickleReader {
         if (stack_.size() < floor + n) return Bad(at, "stack underflow");
         return true;
     }
-    bool Append(Ref target, const std::vector<Ref>& items, std::size_t at) {
+    // Adds the stack's items from `first` on to `target`, and drops them from the stack.
+    bool Append(Ref target, std::size_t first, std::size_t at) {
+        const auto begin = stack_.begin() + static_cast<std::ptrdiff_t>(first);
         if (tree_.kind(target) == Kind::kList) {
             auto& list = tree_.MutItems(target);
-            list.insert(list.end(), items.begin(), items.end());
+            list.insert(list.end(), begin, stack_.end());
         } else if (tree_.kind(target) == Kind::kDict) {
-            if (items.size() % 2 != 0) return Bad(at, "odd number of dict items");
+            const std::size_t n = stack_.size() - first;
+            if (n % 2 != 0) return Bad(at, "odd number of dict items");
             auto& map = tree_.MutMap(target);
-            map.reserve(map.size() + items.size() / 2);
-            for (std::size_t k = 0; k < items.size(); k += 2)
-                map.emplace_back(items[k], items[k + 1]);
+            map.reserve(map.size() + n / 2);
+            for (std::size_t k = first; k < stack_.size(); k += 2)
+                map.emplace_back(stack_[k], stack_[k + 1]);
         } else {
             return Bad(at, "items added to a value that is not a list, set or dict");
         }
+        stack_.resize(first);
+        return true;
+    }
+    // APPENDS, SETITEMS, ADDITEMS: the items above the MARK, to the value below it.
+    bool AppendMarked(std::size_t at) {
+        std::size_t m = 0;
+        if (!PopMark(&m, at)) return false;
+        const std::size_t floor = marks_.empty() ? 0 : marks_.back();
+        if (m < floor + 1) return Bad(at, "stack underflow");
+        return Append(stack_[m - 1], m, at);
+    }
+    // LIST, TUPLE, FROZENSET, DICT: a new container of the items above the MARK.
+    bool Collect(Kind kind, std::size_t at) {
+        std::size_t m = 0;
+        if (!PopMark(&m, at) || !Room(at)) return false;
+        const Ref r = tree_.AddContainer(kind);
+        if (!Append(r, m, at)) return false;
+        stack_.push_back(r);
         return true;
     }
     // Picklers number the memo 0, 1, 2, ...: a vector, with a map for indexes far past its end.
+    // memo_count_ is how many indexes are set (MEMOIZE's index, as Python's len(memo)).
     bool Memo(std::uint64_t index, std::size_t at) {
         if (!Top(1, at)) return false;
+        if (index == memo_.size() && index < limits_.max_memo) {
+            memo_.push_back(stack_.back());
+            ++memo_count_;
+            return true;
+        }
         if (index < memo_.size() + 1024 && index < limits_.max_memo) {
             if (index >= memo_.size()) memo_.resize(index + 1, kUnset);
+            memo_count_ += memo_[index] == kUnset ? 1 : 0;
             memo_[index] = stack_.back();
             return true;
         }
-        if (sparse_memo_.size() >= limits_.max_memo && sparse_memo_.count(index) == 0) {
+        const bool known = sparse_memo_.count(index) != 0;
+        if (!known && sparse_memo_.size() >= limits_.max_memo) {
             return Bad(at, "more than the memo limit");
         }
+        memo_count_ += known ? 0 : 1;
         sparse_memo_[index] = stack_.back();
         return true;
     }
@@ -228,10 +235,16 @@ class PickleReader {
     bool Tuple(std::size_t n, std::size_t at) {
         if (!Top(n, at) || !Room(at)) return false;
         const Ref t = tree_.AddContainer(Kind::kList);
-        tree_.MutItems(t).assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
-        stack_.resize(stack_.size() - n);
+        Append(t, stack_.size() - n, at);
         stack_.push_back(t);
         return true;
+    }
+    bool Refused(unsigned char op, std::size_t at) {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02x", op);
+        error_ = std::string("opcode ") + kRefused[op] + " (" + code + ") at byte " +
+                 std::to_string(at) + " imports or calls: refused";
+        return false;
     }
 
     bool Step(unsigned char op, std::size_t at);
@@ -242,9 +255,9 @@ class PickleReader {
     DataTree tree_;
     std::vector<Ref> stack_;
     std::vector<std::size_t> marks_;
-    std::vector<Ref> scratch_;
     static constexpr Ref kUnset = ~Ref{0};
     std::vector<Ref> memo_;
+    std::uint64_t memo_count_ = 0;
     std::unordered_map<std::uint64_t, Ref> sparse_memo_;
     std::string error_;
 };
@@ -253,8 +266,6 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
     std::string_view arg;
     std::uint64_t u = 0;
     std::int64_t v = 0;
-    std::vector<Ref>& items = scratch_;
-    items.clear();
     switch (op) {
         case 0x80:  // PROTO
             return Uint(1, &u) ? (u <= 5 || Bad(at, "protocol " + std::to_string(u)))
@@ -269,8 +280,12 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             if (!Top(1, at)) return false;
             stack_.pop_back();
             return true;
-        case '1':  // POP_MARK
-            return PopMark(&items, at);
+        case '1': {  // POP_MARK
+            std::size_t m = 0;
+            if (!PopMark(&m, at)) return false;
+            stack_.resize(m);
+            return true;
+        }
         case '2':  // DUP
             if (!Top(1, at)) return false;
             stack_.push_back(stack_.back());
@@ -344,29 +359,20 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             return PushEmpty(Kind::kDict, at);
         case 'a':  // APPEND
             if (!Top(2, at)) return false;
-            items = {stack_.back()};
-            stack_.pop_back();
-            return Append(stack_.back(), items, at);
+            return Append(stack_[stack_.size() - 2], stack_.size() - 1, at);
         case 's':  // SETITEM
             if (!Top(3, at)) return false;
-            items = {stack_[stack_.size() - 2], stack_.back()};
-            stack_.resize(stack_.size() - 2);
-            return Append(stack_.back(), items, at);
+            return Append(stack_[stack_.size() - 3], stack_.size() - 2, at);
         case 'e':   // APPENDS
         case 'u':   // SETITEMS
         case 0x90:  // ADDITEMS
-            if (!PopMark(&items, at)) return false;
-            if (!Top(1, at)) return false;
-            return Append(stack_.back(), items, at);
-        case 'l':    // LIST
-        case 't':    // TUPLE
-        case 0x91:   // FROZENSET
-        case 'd': {  // DICT
-            if (!PopMark(&items, at) || !Room(at)) return false;
-            const Ref r = tree_.AddContainer(op == 'd' ? Kind::kDict : Kind::kList);
-            stack_.push_back(r);
-            return Append(r, items, at);
-        }
+            return AppendMarked(at);
+        case 'l':   // LIST
+        case 't':   // TUPLE
+        case 0x91:  // FROZENSET
+            return Collect(Kind::kList, at);
+        case 'd':  // DICT
+            return Collect(Kind::kDict, at);
         case 0x85:
         case 0x86:
         case 0x87:  // TUPLE1..3
@@ -379,7 +385,7 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             if (!Uint(op == 'q' ? 1 : 4, &u)) return Bad(at, "truncated");
             return Memo(u, at);
         case 0x94:  // MEMOIZE
-            return Memo(memo_.size(), at);
+            return Memo(memo_count_, at);
         case 'g':  // GET: decimal text
             if (!Line(&arg) || !Decimal(arg, &v) || v < 0) return Bad(at, "bad GET");
             return Get(static_cast<std::uint64_t>(v), at);
@@ -388,6 +394,7 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             if (!Uint(op == 'h' ? 1 : 4, &u)) return Bad(at, "truncated");
             return Get(u, at);
         default: {
+            if (kRefused[op] != nullptr) return Refused(op, at);
             char code[8];
             std::snprintf(code, sizeof code, "0x%02x", op);
             return Bad(at, std::string("unknown opcode ") + code);

@@ -34,18 +34,22 @@
 
 namespace autoheal::diag {
 
+// The states an entry goes through; kOther for a word this reader does not know.
+enum class FrState : std::uint8_t { kOther, kScheduled, kStarted, kCompleted };
+
+// 64 bytes: a job's dumps hold millions of entries. Texts are indexes into the dump's `texts`.
 struct FrEntry {
     std::int64_t record_id = 0;
     std::int64_t pg_id = 0;
-    std::string pg_name;  // process_group[0]
     std::int64_t collective_seq_id = 0;
     std::int64_t p2p_seq_id = 0;
     std::int64_t op_id = 0;
-    std::string profiling_name;  // "nccl:all_reduce"
-    std::string state;           // "scheduled", "started", "completed"
     std::int64_t time_created_ns = 0;
+    std::uint32_t pg_name = 0;         // process_group[0]
+    std::uint32_t profiling_name = 0;  // "nccl:all_reduce"
+    std::uint32_t input_sizes = 0;     // "[[1024,1024]]", compared between ranks
+    FrState state = FrState::kOther;
     bool is_p2p = false;
-    std::string input_sizes;  // "[[1024, 1024]]", compared between ranks
 };
 
 struct FrProcessGroup {
@@ -66,6 +70,10 @@ struct FrDump {
     std::map<std::string, FrProcessGroup> pg_config;  // by group name
     std::map<std::int64_t, FrPgStatus> pg_status;     // by pg id
     std::vector<FrEntry> entries;                     // as recorded, oldest first
+    // The texts entries name, each once (a dump repeats a few op names, sizes and groups
+    // thousands of times); texts[0] is "".
+    std::vector<std::string> texts{std::string()};
+    const std::string& Text(std::uint32_t id) const { return texts[id < texts.size() ? id : 0]; }
 };
 
 // A dump's bytes: a pickle (first byte 0x80, or protocol 0/1 opcodes) or JSON ('{'). Bounded by
