@@ -145,6 +145,21 @@ TEST(Pickle, ReadsDataOpcodesOfEveryProtocol) {
     EXPECT_FALSE(big.ok());
 }
 
+TEST(Pickle, ItemsAddedToContainersInTurnKeepTheirOrder) {
+    // (a, b) with a = [1]; b = [2]; a.append(3): MARK, EMPTY_LIST, BINPUT 0, BININT1 1, APPEND,
+    // EMPTY_LIST, BININT1 2, APPEND, BINGET 0, BININT1 3, APPEND, POP, TUPLE.
+    auto tree = ReadPickle(Bytes({0x80, 2, '(', ']', 'q', 0, 'K', 1, 'a', ']', 'K', 2, 'a', 'h', 0,
+                                  'K', 3, 'a', '0', 't', '.'}));
+    ASSERT_TRUE(tree.ok()) << tree.error();
+    const auto pair = tree->ItemsOf(tree->root());
+    ASSERT_EQ(pair.size(), 2u);
+    std::vector<std::int64_t> a, b;
+    for (DataTree::Ref r : tree->ItemsOf(pair[0])) a.push_back(tree->Int(r));
+    for (DataTree::Ref r : tree->ItemsOf(pair[1])) b.push_back(tree->Int(r));
+    EXPECT_EQ(a, (std::vector<std::int64_t>{1, 3}));
+    EXPECT_EQ(b, (std::vector<std::int64_t>{2}));
+}
+
 TEST(Pickle, AListThatHoldsItselfNeitherLoopsNorLeaks) {
     // EMPTY_LIST, BINPUT 0, BINGET 0, APPEND: l = []; l.append(l)
     auto tree = ReadPickle(Bytes({0x80, 2, ']', 'q', 0, 'h', 0, 'a', '.'}));

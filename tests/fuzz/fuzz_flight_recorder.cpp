@@ -58,14 +58,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (tree && tree->size() > limits.max_nodes) Fail("pickle tree past its node limit");
     if (StartsWithRefusedOpcode(bytes) && tree) Fail("a pickle that imports or calls was read");
     if (tree) {
-        // Every reference in the tree points into it.
+        // Every reference in the tree points into it (or holds its int).
+        using Tree = autoheal::diag::DataTree;
+        auto inside = [&](Tree::Ref c) { return (c & Tree::kInlineInt) != 0 || c < tree->size(); };
         for (std::size_t r = 0; r < tree->size(); ++r) {
-            const auto ref = static_cast<autoheal::diag::DataTree::Ref>(r);
+            const auto ref = static_cast<Tree::Ref>(r);
             for (auto c : tree->ItemsOf(ref)) {
-                if (c >= tree->size()) Fail("a list item outside the tree");
+                if (!inside(c)) Fail("a list item outside the tree");
             }
             for (const auto& [k, v] : tree->MapOf(ref)) {
-                if (k >= tree->size() || v >= tree->size()) Fail("a dict item outside the tree");
+                if (!inside(k) || !inside(v)) Fail("a dict item outside the tree");
             }
         }
     }

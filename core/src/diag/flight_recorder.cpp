@@ -86,7 +86,9 @@ std::vector<int> RankList(const DataTree& tree, Ref r) {
 void SizesText(const DataTree& tree, Ref r, int depth, std::string* out) {
     if (out->size() > 256) return;
     if (tree.kind(r) == Kind::kInt) {
-        *out += std::to_string(tree.Int(r));
+        char digits[24];
+        const auto end = std::to_chars(digits, digits + sizeof digits, tree.Int(r)).ptr;
+        out->append(digits, end);
         return;
     }
     if (tree.kind(r) != Kind::kList || depth > 3) {
@@ -194,9 +196,7 @@ class EntryReader {
                     out.is_p2p = AsInt(tree_, v).value_or(0) != 0;
                     break;
                 case Field::kInputSizes:
-                    sizes_.clear();
-                    SizesText(tree_, v, 0, &sizes_);
-                    out.input_sizes = Intern(sizes_);
+                    out.input_sizes = SizesOf(v);
                     break;
                 default:
                     break;
@@ -220,6 +220,16 @@ class EntryReader {
         if (added) it->second = Intern(tree_.Str(r));
         return it->second;
     }
+    // Most entries have the sizes of the one before: compared as text before it is looked up.
+    std::uint32_t SizesOf(Ref v) {
+        sizes_.clear();
+        SizesText(tree_, v, 0, &sizes_);
+        if (sizes_ != last_sizes_) {
+            last_sizes_id_ = Intern(sizes_);
+            last_sizes_ = sizes_;
+        }
+        return last_sizes_id_;
+    }
     std::uint32_t Intern(std::string_view s) {
         if (s.empty()) return 0;
         if (auto it = ids_.find(s); it != ids_.end()) return it->second;
@@ -235,6 +245,8 @@ class EntryReader {
     std::unordered_map<Ref, std::uint32_t> text_ids_;  // by node
     std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> ids_;
     std::string sizes_;
+    std::string last_sizes_;
+    std::uint32_t last_sizes_id_ = 0;
 };
 
 Result<FrDump> ReadDump(const DataTree& tree) {

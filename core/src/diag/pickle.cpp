@@ -49,13 +49,18 @@ class PickleReader {
             return MakeError(ErrorCode::kInvalid,
                              "larger than " + std::to_string(limits_.max_bytes) + " bytes");
         }
-        tree_.Reserve(std::min({in_.size() / 8, limits_.max_nodes, std::size_t{1} << 20}));
+        // A flight recorder dump of N bytes builds about N/8 values, N/3 item slots and N/24
+        // containers (counted on dumps laid out as PyTorch 2.x writes them, gen_dumps.py); the
+        // vectors grow past a wrong guess.
+        const std::size_t cap = std::min(limits_.max_nodes, std::size_t{1} << 22);
+        tree_.Reserve(std::min(in_.size() / 8, cap), std::min(in_.size() / 3, cap),
+                      std::min(in_.size() / 24, cap));
         while (pos_ < in_.size()) {
             const std::size_t at = pos_;
             const auto op = static_cast<unsigned char>(in_[pos_++]);
             if (op == '.') {
                 if (stack_.size() != 1 || !marks_.empty()) return Fail(at, "STOP with a bad stack");
-                tree_.set_root(stack_.back());
+                tree_.Finish(stack_.back());
                 return std::move(tree_);
             }
             if (!Step(op, at)) return MakeError(ErrorCode::kInvalid, error_);
@@ -67,9 +72,14 @@ class PickleReader {
     Error Fail(std::size_t at, const std::string& why) {
         return MakeError(ErrorCode::kInvalid, why + " at byte " + std::to_string(at));
     }
-    bool Bad(std::size_t at, const std::string& why) {
-        error_ = why + " at byte " + std::to_string(at);
+    // Out of the opcode loop's way: the loop only passes a pointer.
+    [[gnu::noinline, gnu::cold]] bool Bad(std::size_t at, std::string_view why) {
+        error_ = std::string(why) + " at byte " + std::to_string(at);
         return false;
+    }
+    [[gnu::noinline, gnu::cold]] bool BadNumber(std::size_t at, const char* what,
+                                                std::uint64_t n) {
+        return Bad(at, what + std::to_string(n));
     }
 
     bool Take(std::size_t n, std::string_view* out) {
@@ -94,11 +104,17 @@ class PickleReader {
     }
 
     bool Room(std::size_t at) {
-        return tree_.size() < limits_.max_nodes || Bad(at, "more than the node limit");
+        return tree_.size() < std::min(limits_.max_nodes, DataTree::kMaxNodes) ||
+               Bad(at, "more than the node limit");
     }
-    bool PushInt(std::int64_t v, std::size_t at, Kind kind = Kind::kInt) {
+    bool PushInt(std::int64_t v, std::size_t at) {
+        if (!DataTree::IntFitsInline(v) && !Room(at)) return false;
+        stack_.push_back(tree_.AddInt(v));
+        return true;
+    }
+    bool PushBool(bool b, std::size_t at) {
         if (!Room(at)) return false;
-        stack_.push_back(tree_.AddScalar(kind, v));
+        stack_.push_back(tree_.AddScalar(Kind::kBool, b ? 1 : 0));
         return true;
     }
     bool PushFloat(double f, std::size_t at) {
@@ -130,20 +146,14 @@ class PickleReader {
     }
     // Adds the stack's items from `first` on to `target`, and drops them from the stack.
     bool Append(Ref target, std::size_t first, std::size_t at) {
-        const auto begin = stack_.begin() + static_cast<std::ptrdiff_t>(first);
-        if (tree_.kind(target) == Kind::kList) {
-            auto& list = tree_.MutItems(target);
-            list.insert(list.end(), begin, stack_.end());
-        } else if (tree_.kind(target) == Kind::kDict) {
-            const std::size_t n = stack_.size() - first;
-            if (n % 2 != 0) return Bad(at, "odd number of dict items");
-            auto& map = tree_.MutMap(target);
-            map.reserve(map.size() + n / 2);
-            for (std::size_t k = first; k < stack_.size(); k += 2)
-                map.emplace_back(stack_[k], stack_[k + 1]);
-        } else {
+        const std::size_t n = stack_.size() - first;
+        const Kind kind = tree_.kind(target);
+        if (kind != Kind::kList && kind != Kind::kDict) {
             return Bad(at, "items added to a value that is not a list, set or dict");
         }
+        if (kind == Kind::kDict && n % 2 != 0) return Bad(at, "odd number of dict items");
+        if (tree_.items() + n > limits_.max_nodes) return Bad(at, "more than the item limit");
+        tree_.AddItems(target, stack_.data() + first, n);
         stack_.resize(first);
         return true;
     }
@@ -193,11 +203,15 @@ class PickleReader {
             return true;
         }
         auto it = sparse_memo_.find(index);
-        if (it == sparse_memo_.end()) return Bad(at, "memo " + std::to_string(index) + " not set");
+        if (it == sparse_memo_.end()) return BadNumber(at, "memo not set: ", index);
         stack_.push_back(it->second);
         return true;
     }
 
+    // FLOAT's text (at most 64 bytes): strtod, as Python's float() reads repr.
+    [[gnu::noinline]] static double FloatText(std::string_view s) {
+        return std::strtod(std::string(s).c_str(), nullptr);
+    }
     static bool Decimal(std::string_view s, std::int64_t* v) {
         if (!s.empty() && s.back() == 'L') s.remove_suffix(1);
         bool neg = false;
@@ -239,9 +253,11 @@ class PickleReader {
         stack_.push_back(t);
         return true;
     }
-    bool Refused(unsigned char op, std::size_t at) {
+    // An opcode outside the data set: one that imports or calls, or none at all.
+    [[gnu::noinline, gnu::cold]] bool Unknown(unsigned char op, std::size_t at) {
         char code[8];
         std::snprintf(code, sizeof code, "0x%02x", op);
+        if (kRefused[op] == nullptr) return Bad(at, std::string("unknown opcode ") + code);
         error_ = std::string("opcode ") + kRefused[op] + " (" + code + ") at byte " +
                  std::to_string(at) + " imports or calls: refused";
         return false;
@@ -268,7 +284,7 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
     std::int64_t v = 0;
     switch (op) {
         case 0x80:  // PROTO
-            return Uint(1, &u) ? (u <= 5 || Bad(at, "protocol " + std::to_string(u)))
+            return Uint(1, &u) ? (u <= 5 || BadNumber(at, "protocol ", u))
                                : Bad(at, "truncated");
         case 0x95:  // FRAME: the frame's length; its opcodes follow inline
             return Uint(8, &u) || Bad(at, "truncated");
@@ -294,10 +310,10 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             return PushEmpty(Kind::kNone, at);
         case 0x88:
         case 0x89:  // NEWTRUE, NEWFALSE
-            return PushInt(op == 0x88, at, Kind::kBool);
+            return PushBool(op == 0x88, at);
         case 'I':  // INT: decimal text, or 00/01 for False/True
             if (!Line(&arg)) return Bad(at, "truncated");
-            if (arg == "00" || arg == "01") return PushInt(arg == "01", at, Kind::kBool);
+            if (arg == "00" || arg == "01") return PushBool(arg == "01", at);
             return Decimal(arg, &v) ? PushInt(v, at) : Bad(at, "bad INT");
         case 'L':  // LONG: decimal text with an L
             if (!Line(&arg)) return Bad(at, "truncated");
@@ -317,7 +333,7 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
             return LongBytes(u, at);
         case 'F':  // FLOAT: text
             if (!Line(&arg) || arg.size() > 64) return Bad(at, "bad FLOAT");
-            return PushFloat(std::strtod(std::string(arg).c_str(), nullptr), at);
+            return PushFloat(FloatText(arg), at);
         case 'G': {  // BINFLOAT: 8 bytes big-endian
             if (!Take(8, &arg)) return Bad(at, "truncated");
             std::uint64_t bits = 0;
@@ -393,12 +409,8 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
         case 'j':  // BINGET, LONG_BINGET
             if (!Uint(op == 'h' ? 1 : 4, &u)) return Bad(at, "truncated");
             return Get(u, at);
-        default: {
-            if (kRefused[op] != nullptr) return Refused(op, at);
-            char code[8];
-            std::snprintf(code, sizeof code, "0x%02x", op);
-            return Bad(at, std::string("unknown opcode ") + code);
-        }
+        default:
+            return Unknown(op, at);
     }
 }
 
