@@ -148,8 +148,8 @@ TEST(Pickle, ReadsDataOpcodesOfEveryProtocol) {
 TEST(Pickle, ItemsAddedToContainersInTurnKeepTheirOrder) {
     // (a, b) with a = [1]; b = [2]; a.append(3): MARK, EMPTY_LIST, BINPUT 0, BININT1 1, APPEND,
     // EMPTY_LIST, BININT1 2, APPEND, BINGET 0, BININT1 3, APPEND, POP, TUPLE.
-    auto tree = ReadPickle(Bytes({0x80, 2, '(', ']', 'q', 0, 'K', 1, 'a', ']', 'K', 2, 'a', 'h', 0,
-                                  'K', 3, 'a', '0', 't', '.'}));
+    auto tree = ReadPickle(Bytes({0x80, 2,   '(', ']', 'q', 0, 'K', 1,   'a', ']', 'K',
+                                  2,    'a', 'h', 0,   'K', 3, 'a', '0', 't', '.'}));
     ASSERT_TRUE(tree.ok()) << tree.error();
     const auto pair = tree->ItemsOf(tree->root());
     ASSERT_EQ(pair.size(), 2u);

@@ -186,8 +186,8 @@ class EntryReader {
                     out.profiling_name = TextOf(v);
                     break;
                 case Field::kState:
-                    out.state = tree_.kind(v) == Kind::kString ? StateNamed(tree_.Str(v))
-                                                               : FrState::kOther;
+                    out.state =
+                        tree_.kind(v) == Kind::kString ? StateNamed(tree_.Str(v)) : FrState::kOther;
                     break;
                 case Field::kCreated:
                     out.time_created_ns = AsInt(tree_, v).value_or(0);

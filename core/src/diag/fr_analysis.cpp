@@ -56,8 +56,7 @@ struct PgView {
     std::unordered_map<std::int64_t, std::vector<std::pair<std::uint32_t, int>>> ops;
 };
 
-std::map<std::int64_t, PgView> Views(const std::vector<const FrDump*>& dumps,
-                                     const OpKeys& keys) {
+std::map<std::int64_t, PgView> Views(const std::vector<const FrDump*>& dumps, const OpKeys& keys) {
     std::map<std::int64_t, PgView> views;
     for (std::size_t d = 0; d < dumps.size(); ++d) {
         const FrDump& dump = *dumps[d];

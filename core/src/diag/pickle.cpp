@@ -77,8 +77,7 @@ class PickleReader {
         error_ = std::string(why) + " at byte " + std::to_string(at);
         return false;
     }
-    [[gnu::noinline, gnu::cold]] bool BadNumber(std::size_t at, const char* what,
-                                                std::uint64_t n) {
+    [[gnu::noinline, gnu::cold]] bool BadNumber(std::size_t at, const char* what, std::uint64_t n) {
         return Bad(at, what + std::to_string(n));
     }
 
@@ -284,8 +283,7 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
     std::int64_t v = 0;
     switch (op) {
         case 0x80:  // PROTO
-            return Uint(1, &u) ? (u <= 5 || BadNumber(at, "protocol ", u))
-                               : Bad(at, "truncated");
+            return Uint(1, &u) ? (u <= 5 || BadNumber(at, "protocol ", u)) : Bad(at, "truncated");
         case 0x95:  // FRAME: the frame's length; its opcodes follow inline
             return Uint(8, &u) || Bad(at, "truncated");
         case '(':  // MARK
