@@ -50,6 +50,20 @@ void FillHost(Evidence* e) {
     }
 }
 
+// The rank a line of a PyTorch job names: the "[rank3]:" prefix c10d's logger puts on every line
+// (PyTorch 2.2+), or ProcessGroupNCCL's "[Rank 3]" / "[PG 0 Rank 3]" / "[PG ID 0 PG GUID 0
+// Rank 3]" (ProcessGroupNCCL.cpp logPrefix()), when the signature did not read one itself.
+void FillRank(Evidence* e) {
+    if (e->Field("rank") || e->Field("grank")) return;
+    static const RE2 kPrefix(R"(^\s*(?:> )?\[rank(\d+)\]:)");
+    static const RE2 kLogPrefix(R"(\[(?:PG [^\]]*? )?Rank (\d+)\])");
+    std::string rank;
+    if (RE2::PartialMatch(e->text, kPrefix, &rank) ||
+        RE2::PartialMatch(e->text, kLogPrefix, &rank)) {
+        e->SetField("rank", rank);
+    }
+}
+
 // The catalog's WORKFLOW_NVLINK_ERR for Xid 74: what the first register's bits say.
 std::string NvlinkClass(std::uint32_t reg) {
     auto any = [&](std::initializer_list<int> bits) {
@@ -281,6 +295,7 @@ void Analyze(EvidenceSet* set) {
             if (k == "pci" || k == "bdf") v = NormalizePci(v);
         }
         FillHost(&e);
+        FillRank(&e);
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
         // R570+ prints "fallen off the bus" a line or two after "The NVIDIA GPU <bdf>".
         if (e.signature == "gpu-fallen-off-bus" && !e.Field("pci")) {

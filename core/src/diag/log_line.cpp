@@ -63,7 +63,16 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     const bool bsd = Consume(line, pos, kBsd, &time);
     if (!bsd && !Consume(line, pos, kIso, &time)) return false;
     out->time = View(time);
+    const std::size_t before_host = *pos;
     if (Consume(line, pos, kHostTag, &host, &tag)) {
+        // "2024-10-09 15:47:38.568412: E path/file.cc:1170] " (TensorFlow, XLA, absl logging):
+        // a severity letter and a source line, no host.
+        static const RE2 kSourceLine(R"(\d+\] )", PatternOptions());
+        std::size_t after = *pos;
+        if (host.size() == 1 && Consume(line, &after, kSourceLine)) {
+            *pos = before_host;
+            return true;
+        }
         out->host = View(host);
         out->tag = View(tag);
     }
