@@ -289,6 +289,9 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-shell-prompt", "prompt_host", source);
     }
+    if (d.culprit.node.empty()) {
+        d.culprit.node = ContextField(set, "context-cloud-instance", "instance", source);
+    }
     if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyXidGpu(set, source);
     if (gpu_cause && d.culprit.gpu.empty() && !d.culprit.gpu_index) {
         d.culprit.gpu_index =
