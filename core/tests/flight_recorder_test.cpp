@@ -182,6 +182,16 @@ TEST(Pickle, BoundsNestingNodesAndTruncation) {
     EXPECT_TRUE(ReadJsonData("[[[1]]]").ok());
 }
 
+TEST(Pickle, ATupleBeyondTheItemLimitIsRefusedWhereItIsBuilt) {
+    // BININT1 1, BININT1 2, TUPLE2 with room for one item: refused at the TUPLE2, by its limit.
+    DataLimits one;
+    one.max_nodes = 1;
+    auto tree = ReadPickle(Bytes({0x80, 2, 'K', 1, 'K', 2, 0x86, '.'}), one);
+    ASSERT_FALSE(tree.ok());
+    EXPECT_NE(tree.error().find("more than the item limit at byte 6"), std::string::npos)
+        << tree.error();
+}
+
 TEST(FlightRecorder, RankFromTheFileName) {
     EXPECT_EQ(FrRankFromFileName("nccl_trace_rank_13"), 13);
     EXPECT_EQ(FrRankFromFileName("rank_7.json"), 7);

@@ -164,14 +164,18 @@ class PickleReader {
         if (m < floor + 1) return Bad(at, "stack underflow");
         return Append(stack_[m - 1], m, at);
     }
-    // LIST, TUPLE, FROZENSET, DICT: a new container of the items above the MARK.
-    bool Collect(Kind kind, std::size_t at) {
-        std::size_t m = 0;
-        if (!PopMark(&m, at) || !Room(at)) return false;
+    // A new container of the stack's items from `first` on, in their place on the stack.
+    bool Collect(Kind kind, std::size_t first, std::size_t at) {
+        if (!Room(at)) return false;
         const Ref r = tree_.AddContainer(kind);
-        if (!Append(r, m, at)) return false;
+        if (!Append(r, first, at)) return false;
         stack_.push_back(r);
         return true;
+    }
+    // LIST, TUPLE, FROZENSET, DICT: the items above the MARK.
+    bool CollectMarked(Kind kind, std::size_t at) {
+        std::size_t m = 0;
+        return PopMark(&m, at) && Collect(kind, m, at);
     }
     // Picklers number the memo 0, 1, 2, ...: a vector, with a map for indexes far past its end.
     // memo_count_ is how many indexes are set (MEMOIZE's index, as Python's len(memo)).
@@ -245,12 +249,9 @@ class PickleReader {
         }
         return PushString(s, kind, at);
     }
+    // TUPLE1..3: the top n items.
     bool Tuple(std::size_t n, std::size_t at) {
-        if (!Top(n, at) || !Room(at)) return false;
-        const Ref t = tree_.AddContainer(Kind::kList);
-        Append(t, stack_.size() - n, at);
-        stack_.push_back(t);
-        return true;
+        return Top(n, at) && Collect(Kind::kList, stack_.size() - n, at);
     }
     // An opcode outside the data set: one that imports or calls, or none at all.
     [[gnu::noinline, gnu::cold]] bool Unknown(unsigned char op, std::size_t at) {
@@ -384,9 +385,9 @@ bool PickleReader::Step(unsigned char op, std::size_t at) {
         case 'l':   // LIST
         case 't':   // TUPLE
         case 0x91:  // FROZENSET
-            return Collect(Kind::kList, at);
+            return CollectMarked(Kind::kList, at);
         case 'd':  // DICT
-            return Collect(Kind::kDict, at);
+            return CollectMarked(Kind::kDict, at);
         case 0x85:
         case 0x86:
         case 0x87:  // TUPLE1..3
