@@ -116,6 +116,18 @@ fetch_slurm_source() {
         dpkg-source -x --no-check ./*.dsc "$out" >/dev/null
         return 0
     fi
+    # A mirror may serve the upstream tarball but not the package's .dsc and Debian changes:
+    # apt-get source then fails having fetched the tarball, which is Slurm's own release of that
+    # version (Debian's changes are packaging; the job_submit plugin checks the job record's
+    # layout when it loads, docs/admin-guide.md).
+    local orig
+    orig=$(ls ./slurm-wlm_"$version".orig.tar.* 2>/dev/null | head -n1 || true)
+    if [ -n "$orig" ]; then
+        log "no Debian source package on the mirror: using the upstream tarball $orig"
+        mkdir -p "$out"
+        tar -xf "$orig" -C "$out" --strip-components=1
+        return 0
+    fi
     [ -n "${SLURM_SOURCE_GIT:-}" ] || {
         log "apt-get source slurm-wlm failed (no source package on the mirror?); set SLURM_SOURCE_GIT to a clone of https://github.com/SchedMD/slurm"
         exit 1

@@ -20,6 +20,8 @@ enum OptionId : int {
     kHangTimeout = 4,
     kFlightRecorder = 5
 };
+// kSlurmOptionCopies lists Slurm's copy of each option in the order of these ids.
+static_assert(kSlurmOptionCopies.size() == kFlightRecorder);
 
 std::string CurrentDirectory() {
     std::array<char, PATH_MAX> buf{};
@@ -34,6 +36,7 @@ int Refuse(const std::string& message) {
 
 int HandleOption(int val, const char* optarg, int remote) {
     State& state = GetState();
+    if (val >= kAutoResume && val <= kFlightRecorder) state.given |= 1U << (val - kAutoResume);
     switch (val) {
         case kAutoResume: {
             auto value = optarg != nullptr ? std::optional<std::string_view>(optarg) : std::nullopt;
@@ -120,9 +123,13 @@ int RegisterOptions(spank_t sp) {
 
 int RecordJobControlEnv(spank_t sp) {
     // Slurm copied the options given into the job-control environment just before this
-    // callback (spank_init_post_opt); the record below carries them instead.
-    for (std::string_view copy : kSlurmOptionCopies) {
-        spank_job_control_unsetenv(sp, std::string(copy).c_str());
+    // callback (spank_init_post_opt); the record below carries them instead. Each call into
+    // Slurm's job-control environment looks its function up with dlsym: only the copies that
+    // exist are removed.
+    const unsigned given = GetState().given;
+    for (std::size_t i = 0; i < kSlurmOptionCopies.size(); ++i) {
+        if ((given & (1U << i)) != 0)
+            spank_job_control_unsetenv(sp, std::string(kSlurmOptionCopies[i]).c_str());
     }
     for (const auto& [name, value] : ToJobControlEnv(GetState().options)) {
         spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);

@@ -17,6 +17,9 @@ namespace autoheal::spank {
 struct State {
     PluginArgs args;
     JobOptions options;  // what the user asked for, validated
+    // The options whose callback ran in this process (bit id - 1): Slurm made a job-control
+    // copy of each of these, and only of these (kSlurmOptionCopies).
+    unsigned given = 0;
 };
 
 State& GetState();
