@@ -52,9 +52,10 @@ in_root() {
     shift
     [ "$(id -u)" -eq 0 ] || die "must run as root (chroot and mounts)"
     # The project's shared folder beside the checkout (../shared: the data some tests read),
-    # read-only at its own path like the Slurm clone.
+    # read-only at the path the repository sees it at (where ../shared is a link, at the link's
+    # path: the link's target is not inside the root).
     local shared=""
-    [ -d "$repo_root/../shared" ] && shared=$(cd "$repo_root/../shared" && pwd -P)
+    [ -d "$repo_root/../shared" ] && shared=$(cd "$repo_root/.." && pwd)/shared
     unshare --mount --propagation private -- bash -euc '
         dir=$1 repo=$2 git=$3 shared=$4; shift 4
         mount -t proc proc "$dir/proc"

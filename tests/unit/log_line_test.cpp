@@ -55,6 +55,15 @@ TEST(LogLine, SyslogAndJournaldNameHostAndTag) {
     EXPECT_EQ(l.time, "2026-12-01T10:00:00.123456+0000");
     EXPECT_EQ(Message(iso, l), "NVRM: Xid 79");
 
+    // journald and rsyslog print the month in the locale's language (strftime %b).
+    for (const std::string month : {"kwi", "Dez", "d\u00e9c."}) {
+        const std::string local = month + " 15 07:56:59 node7 kernel: NVRM: Xid 109";
+        l = ParseLogLine(local);
+        EXPECT_EQ(l.origin, LineOrigin::kKernel) << local;
+        EXPECT_EQ(l.host, "node7") << local;
+        EXPECT_EQ(Message(local, l), "NVRM: Xid 109") << local;
+    }
+
     const std::string precise = "Dec 01 10:00:00.123456 node7 slurmd[99]: error: x";
     l = ParseLogLine(precise);
     EXPECT_EQ(l.tag, "slurmd");

@@ -300,8 +300,12 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     d.culprit.rank = SmallNumber(FirstField(winner->evidence, {"rank", "grank"}));
     ApplyEscalation(rule, options, &d);
     // A burn-in or benchmark tool's own output: the run tested the node; no job was interrupted,
-    // so there is nothing to requeue (a failed burn-in run elsewhere proves nothing).
-    if (!ContextField(set, "context-burn-in-tool", "tool", source).empty()) d.requeue = false;
+    // so there is nothing to requeue (a failed burn-in run elsewhere proves nothing). The same
+    // for a fault raised while the driver loaded or opened the GPU.
+    if (!ContextField(set, "context-burn-in-tool", "tool", source).empty() ||
+        !ContextField(set, "context-driver-start", "proc", source).empty()) {
+        d.requeue = false;
+    }
     d.actions = NormalizePlan(std::move(d.actions));
     std::sort(evidence.begin(), evidence.end(), [](const Evidence* a, const Evidence* b) {
         return std::tie(a->source, a->line) < std::tie(b->source, b->line);

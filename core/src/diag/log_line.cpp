@@ -47,11 +47,12 @@ bool Consume(std::string_view line, std::size_t* pos, const RE2& re, Args*... ar
 
 std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; }
 
-// "Dec  1 10:00:00[.123456] host tag[pid]: " (RFC 3164, journald short and short-precise) or
+// "Dec  1 10:00:00[.123456] host tag[pid]: " (RFC 3164, journald short and short-precise; the
+// month is the locale's abbreviation, strftime's %b, in UTF-8: "kwi", "Dez", "janv.") or
 // "2026-12-01T10:00:00[.123][Z|+0000] host tag[pid]: " (journald short-iso, RFC 3339), the host
 // and tag optional after an ISO time ("2026-12-01 10:00:00,123 message").
 bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
-    static const RE2 kBsd(R"(((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9]\d )"
+    static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? [ 0-9]\d )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
                           PatternOptions());
     static const RE2 kIso(
