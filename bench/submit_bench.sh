@@ -31,7 +31,8 @@
 # plugins; negative: not slower), submit_overhead_spread_pct (the width of its confidence
 # interval), submit_cpu_overhead_pct and submit_cpu_overhead_spread_pct (the same for the CPU
 # per job), submit_instr_overhead_pct with submit_instr_per_job_with / _without (sbatch and
-# slurmctld's instructions per job, counted by callgrind) and submit_sbatch_minflt_with /
+# slurmctld's instructions per job, counted by callgrind), submit_sbatch_instr_overhead_plain_pct
+# (sbatch's extra instructions, plugins loaded, for a job that asks for no autoheal option) and submit_sbatch_minflt_with /
 # _without (sbatch's minor page faults), submit_pairs and submit_failures (over all rounds), then
 # the verdict: submit_judged_on (throughput, cpu or instructions: the first whose spread is under
 # the goal, see below),
@@ -267,15 +268,17 @@ ctld_instr() {
     instr_count=$(collected "$out.log")
     [ -n "$instr_count" ] && [ "$instr_count" -gt 0 ] || die "no instruction count in $out.log"
 }
-# One sbatch of MODE under callgrind (instr_count), then its minor page faults (faults).
+# One sbatch of MODE under callgrind (instr_count), then its minor page faults (faults). MODE
+# plain: the plugins loaded (slurm-with.conf), a job that asks for none of autoheal's options.
 sbatch_instr() {
-    local mode=$1 args
+    local mode=$1 conf=$1 args
+    [ "$mode" = plain ] && conf=with
     mapfile -t args < <(sbatch_args "$mode")
-    SLURM_CONF=$etc/slurm-$mode.conf valgrind --tool=callgrind \
+    SLURM_CONF=$etc/slurm-$conf.conf valgrind --tool=callgrind \
         "--callgrind-out-file=$cg_dir/sbatch-$mode.cg" sbatch "${args[@]}" \
         >/dev/null 2>"$cg_dir/sbatch-$mode.log" || die "sbatch under callgrind failed ($mode)"
     instr_count=$(collected "$cg_dir/sbatch-$mode.log")
-    SLURM_CONF=$etc/slurm-$mode.conf /usr/bin/time -o "$cg_dir/sbatch-$mode.time" -f %R \
+    SLURM_CONF=$etc/slurm-$conf.conf /usr/bin/time -o "$cg_dir/sbatch-$mode.time" -f %R \
         sbatch "${args[@]}" >/dev/null || die "sbatch failed ($mode)"
     faults=$(tail -n1 "$cg_dir/sbatch-$mode.time")
 }
@@ -297,6 +300,11 @@ measure_instructions() {
             "$instr_jobs); sbatch's minor page faults ${minflt[$mode]}" >&2
     done
     restart_ctld with  # leave the cluster as start.sh made it, for stop.sh
+    # What a job that uses none of autoheal's options pays in sbatch for the plugin being there.
+    sbatch_instr plain
+    instr_sbatch[plain]=$instr_count
+    instr_overhead_plain=$(awk -v a="${instr_sbatch[plain]}" -v b="${instr_sbatch[without]}" \
+        'BEGIN { printf "%.1f", (a / b - 1) * 100 }')
     instr_overhead=$(awk -v a="${instr_sbatch[with]}" -v b="${instr_ctld[with]}" \
         -v c="${instr_sbatch[without]}" -v d="${instr_ctld[without]}" \
         'BEGIN { printf "%.1f", ((a + b) / (c + d) - 1) * 100 }')
@@ -334,6 +342,7 @@ echo "submit_throughput_with=${with}/s submit_throughput_without=${without}/s" \
     "submit_instr_overhead_pct=$instr_overhead" \
     "submit_instr_per_job_with=$((instr_sbatch[with] + instr_ctld[with]))" \
     "submit_instr_per_job_without=$((instr_sbatch[without] + instr_ctld[without]))" \
+    "submit_sbatch_instr_overhead_plain_pct=$instr_overhead_plain" \
     "submit_sbatch_minflt_with=${minflt[with]} submit_sbatch_minflt_without=${minflt[without]}" \
     "submit_pairs=$pair submit_failures=$total_failures submit_judged_on=$judged" \
     "submit_judged_overhead_pct=$est submit_judged_spread_pct=$est_spread" \
