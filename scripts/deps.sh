@@ -120,8 +120,10 @@ fetch_slurm_source() {
     # apt-get source then fails having fetched the tarball, which is Slurm's own release of that
     # version (Debian's changes are packaging; the job_submit plugin checks the job record's
     # layout when it loads, docs/admin-guide.md).
-    local orig
-    orig=$(ls ./slurm-wlm_"$version".orig.tar.* 2>/dev/null | head -n1 || true)
+    local orig='' f
+    for f in ./slurm-wlm_"$version".orig.tar.*; do
+        [ -f "$f" ] && orig=$f && break
+    done
     if [ -n "$orig" ]; then
         log "no Debian source package on the mirror: using the upstream tarball $orig"
         mkdir -p "$out"
