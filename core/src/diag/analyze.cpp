@@ -279,6 +279,9 @@ void AnalyzeReportedXids(EvidenceSet* set) {
         Evidence d = Derived("xid", e, e.text);
         d.SetField("xid", std::string(*xid));
         if (auto pci = e.Field("pci"); pci && !pci->empty()) d.SetField("pci", NormalizePci(*pci));
+        if (auto index = e.Field("gpu_index"); index && !index->empty()) {
+            d.SetField("gpu_index", std::string(*index));
+        }
         if (auto host = e.Field("host")) d.SetField("host", std::string(*host));
         d.SetField("role", "reported");
         derived.push_back(std::move(d));
