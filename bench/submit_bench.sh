@@ -32,8 +32,8 @@
 # interval), submit_cpu_overhead_pct and submit_cpu_overhead_spread_pct (the same for the CPU
 # per job), submit_instr_overhead_pct with submit_instr_per_job_with / _without (sbatch and
 # slurmctld's instructions per job, counted by callgrind), submit_sbatch_instr_overhead_plain_pct
-# (sbatch's extra instructions, plugins loaded, for a job that asks for no autoheal option) and submit_sbatch_minflt_with /
-# _without (sbatch's minor page faults), submit_pairs and submit_failures (over all rounds), then
+# (sbatch's extra instructions, plugins loaded, for a job that asks for no autoheal option) and
+# submit_sbatch_minflt_with / _without (sbatch's minor page faults), submit_pairs and submit_failures (over all rounds), then
 # the verdict: submit_judged_on (throughput, cpu or instructions: the first whose spread is under
 # the goal, see below),
 # submit_judged_overhead_pct and submit_judged_spread_pct (its figures), submit_goal_pct (5) and

@@ -128,8 +128,9 @@ int RecordJobControlEnv(spank_t sp) {
     // exist are removed.
     const unsigned given = GetState().given;
     for (std::size_t i = 0; i < kSlurmOptionCopies.size(); ++i) {
-        if ((given & (1U << i)) != 0)
+        if ((given & (1U << i)) != 0) {
             spank_job_control_unsetenv(sp, std::string(kSlurmOptionCopies[i]).c_str());
+        }
     }
     for (const auto& [name, value] : ToJobControlEnv(GetState().options)) {
         spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);
