@@ -33,9 +33,9 @@
 # per job), submit_instr_overhead_pct with submit_instr_per_job_with / _without (sbatch and
 # slurmctld's instructions per job, counted by callgrind), submit_sbatch_instr_overhead_plain_pct
 # (sbatch's extra instructions, plugins loaded, for a job that asks for no autoheal option) and
-# submit_sbatch_minflt_with / _without (sbatch's minor page faults), submit_pairs and submit_failures (over all rounds), then
-# the verdict: submit_judged_on (throughput, cpu or instructions: the first whose spread is under
-# the goal, see below),
+# submit_sbatch_minflt_with / _without (sbatch's minor page faults), submit_pairs and
+# submit_failures (over all rounds), then the verdict: submit_judged_on (throughput, cpu or
+# instructions: the first whose spread is under the goal, see below),
 # submit_judged_overhead_pct and submit_judged_spread_pct (its figures), submit_goal_pct (5) and
 # submit_goal (met, missed, or undecided when the judged spread is not under the goal); stderr
 # has every round, the pairs' overheads, their range and the intervals.
