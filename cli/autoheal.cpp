@@ -1,9 +1,11 @@
 // autoheal — the admin command line.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string_view>
 
 #include "autoheal/core/program.h"
+#include "autoheal/diag/scanner.h"
 #include "cli_common.h"
 
 namespace autoheal::cli {
@@ -25,6 +27,11 @@ std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>&
         return std::nullopt;
     }
     return std::move(loaded.rules);
+}
+
+std::string ScannerCacheDir() {
+    return diag::DefaultScannerCacheDir(std::getenv("AUTOHEAL_CACHE_DIR"),
+                                        std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
 }
 
 }  // namespace autoheal::cli

@@ -282,7 +282,7 @@ int Classify(const std::vector<std::string>& args) {
         if (!dump) logs.push_back(input);
     }
     if (!logs.empty()) {
-        auto scanner = diag::Scanner::Build(rules->signatures, limits);
+        auto scanner = diag::Scanner::Build(rules->signatures, limits, ScannerCacheDir());
         if (!scanner) {
             std::fprintf(stderr, "autoheal: classify: %s\n", scanner.error().c_str());
             return 1;

@@ -17,6 +17,10 @@
 
 namespace autoheal::cli {
 
+// The folder the commands keep compiled scanners in (diag::DefaultScannerCacheDir from the
+// environment).
+std::string ScannerCacheDir();
+
 // Loads rules from `paths`, or the default rules folder when empty. Prints problems to stderr
 // (with file:line:col and snippets) and returns nullopt when the rules are unusable.
 std::optional<diag::RuleSet> LoadRulesOrComplain(const std::vector<std::string>& paths);

@@ -93,7 +93,7 @@ int Simulate(const std::vector<std::string>& args) {
     if (a->values.count("--rules") != 0) rule_paths.push_back(a->Value("--rules"));
     auto rules = LoadRulesOrComplain(rule_paths);
     if (!rules) return 1;
-    auto scanner = diag::Scanner::Build(rules->signatures);
+    auto scanner = diag::Scanner::Build(rules->signatures, {}, ScannerCacheDir());
     if (!scanner) {
         std::fprintf(stderr, "autoheal: simulate: rules: %s\n", scanner.error().c_str());
         return 1;

@@ -15,7 +15,7 @@ Result<Engine> LoadEngine(const std::string& self_exe, const std::string& state_
         diag::LoadRulesKeepingLastGood(dir, LastGoodDir(state_dir) + "/rules.d");
     if (!in_use.problem.empty()) spdlog::error("autoheal: {}", in_use.problem);
     if (!in_use.rules) return MakeError(in_use.problem);
-    auto scanner = diag::Scanner::Build(in_use.rules->signatures);
+    auto scanner = diag::Scanner::Build(in_use.rules->signatures, {}, state_dir + "/cache");
     if (!scanner) return MakeError("rules: " + scanner.error());
     return Engine{std::move(*in_use.rules), *scanner};
 }

@@ -23,6 +23,7 @@
 
 #include "autoheal/diag/log_line.h"
 #include "autoheal/diag/pattern.h"
+#include "scanner_cache.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -158,6 +159,35 @@ struct ChunkResult {
     std::uint64_t newlines = 0;
 };
 
+constexpr unsigned kHsFlags = HS_FLAG_PREFILTER | HS_FLAG_MULTILINE;
+
+// Compiles `exprs` (by signature index) into one database, leaving out each expression Hyperscan
+// rejects. No database when the compile fails for a reason no one expression names.
+internal::HyperscanDb CompileHyperscan(const std::vector<std::string>& exprs) {
+    std::vector<unsigned> candidates(exprs.size());
+    for (unsigned i = 0; i < exprs.size(); ++i) candidates[i] = i;
+    while (!candidates.empty()) {
+        std::vector<const char*> ptrs;
+        std::vector<unsigned> flags(candidates.size(), kHsFlags);
+        std::vector<unsigned> ids;
+        for (unsigned i = 0; i < candidates.size(); ++i) {
+            ptrs.push_back(exprs[candidates[i]].c_str());
+            ids.push_back(i);
+        }
+        hs_database_t* db = nullptr;
+        hs_compile_error_t* err = nullptr;
+        const hs_error_t rc =
+            hs_compile_multi(ptrs.data(), flags.data(), ids.data(),
+                             static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK, nullptr, &db, &err);
+        if (rc == HS_SUCCESS) return {db, std::move(candidates)};
+        const int bad = err != nullptr ? err->expression : -1;
+        hs_free_compile_error(err);
+        if (bad < 0) break;
+        candidates.erase(candidates.begin() + bad);
+    }
+    return {};
+}
+
 }  // namespace
 
 struct Scanner::Impl {
@@ -167,6 +197,7 @@ struct Scanner::Impl {
     std::vector<std::vector<std::string>> group_names;  // by signature index, by group
     std::vector<bool> is_context;                       // context-* signatures
     hs_database_t* db = nullptr;
+    bool from_cache = false;         // the database was read from the cache, not compiled
     std::vector<unsigned> hs_ids;    // hyperscan id -> signature index
     std::vector<unsigned> slow_ids;  // signatures matched line by line
     std::unique_ptr<RE2::Set> slow_set;
@@ -251,9 +282,11 @@ Scanner::~Scanner() = default;
 
 std::size_t Scanner::prefiltered() const { return impl_->hs_ids.size(); }
 std::size_t Scanner::line_by_line() const { return impl_->slow_ids.size(); }
+bool Scanner::from_cache() const { return impl_->from_cache; }
 
 Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<SignatureDef>& sigs,
-                                                      ScanLimits limits) {
+                                                      ScanLimits limits,
+                                                      const std::string& cache_dir) {
     std::shared_ptr<Scanner> scanner(new Scanner());
     Impl& impl = *scanner->impl_;
     impl.limits = limits;
@@ -271,43 +304,32 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         impl.regexes.push_back(std::move(re));
         impl.is_context.push_back(s.name.starts_with("context-"));
     }
-    // Compile everything Hyperscan accepts; patterns it rejects go to the line-by-line path.
-    std::vector<unsigned> candidates(sigs.size());
-    for (unsigned i = 0; i < sigs.size(); ++i) candidates[i] = i;
-    const bool hs_usable = hs_valid_platform() == HS_SUCCESS;
-    while (hs_usable && !candidates.empty()) {
-        std::vector<std::string> exprs;
-        std::vector<const char*> ptrs;
-        std::vector<unsigned> flags;
-        std::vector<unsigned> ids;
-        for (unsigned i = 0; i < candidates.size(); ++i) {
-            exprs.push_back(ForHyperscan(sigs[candidates[i]].regex));
-            flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
-            ids.push_back(i);
+    // Compile everything Hyperscan accepts, or read back what an earlier compile of the same
+    // expressions stored; patterns it rejects go to the line-by-line path.
+    std::vector<std::string> exprs;
+    exprs.reserve(sigs.size());
+    for (const SignatureDef& s : sigs) exprs.push_back(ForHyperscan(s.regex));
+    internal::HyperscanDb compiled;
+    if (hs_valid_platform() == HS_SUCCESS) {
+        const std::string key =
+            cache_dir.empty() ? std::string() : internal::HyperscanCacheKey(exprs, kHsFlags);
+        compiled = internal::LoadHyperscanCache(cache_dir, key, sigs.size());
+        impl.from_cache = compiled.db != nullptr;
+        if (!impl.from_cache) {
+            compiled = CompileHyperscan(exprs);
+            internal::StoreHyperscanCache(cache_dir, key, compiled);
         }
-        ptrs.reserve(exprs.size());
-        for (const auto& e : exprs) ptrs.push_back(e.c_str());
-        hs_database_t* db = nullptr;
-        hs_compile_error_t* err = nullptr;
-        hs_error_t rc =
-            hs_compile_multi(ptrs.data(), flags.data(), ids.data(),
-                             static_cast<unsigned>(ptrs.size()), HS_MODE_BLOCK, nullptr, &db, &err);
-        if (rc == HS_SUCCESS) {
-            impl.db = db;
-            impl.hs_ids = candidates;
-            break;
-        }
-        int bad = err != nullptr ? err->expression : -1;
-        hs_free_compile_error(err);
-        if (bad < 0) break;  // not one pattern's fault: fall back to RE2 for all
-        impl.slow_ids.push_back(candidates[static_cast<std::size_t>(bad)]);
-        candidates.erase(candidates.begin() + bad);
     }
-    if (impl.db == nullptr) {
-        impl.slow_ids.clear();
-        for (unsigned i = 0; i < sigs.size(); ++i) impl.slow_ids.push_back(i);
-        impl.hs_ids.clear();
-    } else if (hs_alloc_scratch(impl.db, &impl.scratch) != HS_SUCCESS) {
+    impl.db = compiled.db;
+    if (impl.db != nullptr) impl.hs_ids = std::move(compiled.ids);
+    for (unsigned i = 0, next = 0; i < sigs.size(); ++i) {
+        if (next < impl.hs_ids.size() && impl.hs_ids[next] == i) {
+            ++next;
+        } else {
+            impl.slow_ids.push_back(i);
+        }
+    }
+    if (impl.db != nullptr && hs_alloc_scratch(impl.db, &impl.scratch) != HS_SUCCESS) {
         return MakeError("hyperscan: cannot allocate scratch space");
     }
     if (!impl.slow_ids.empty()) {
@@ -323,7 +345,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
 #if defined(__GLIBC__)
     // Hyperscan's compiler frees megabytes of temporaries; give those pages back before the
     // scan's chunk buffers are allocated, so the two do not add up in the peak RSS.
-    malloc_trim(0);
+    if (!impl.from_cache) malloc_trim(0);
 #endif
     return std::shared_ptr<const Scanner>(std::move(scanner));
 }

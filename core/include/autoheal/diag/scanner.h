@@ -24,6 +24,12 @@ enum class InputKind {
     kKernelLog,  // a node's kernel log (/dev/kmsg, or a kern.log, journald or dmesg file)
 };
 
+// Where programs keep compiled scanners: $AUTOHEAL_CACHE_DIR when set (empty: no cache), else
+// $XDG_CACHE_HOME/autoheal, else $HOME/.cache/autoheal; empty (no cache) when none is set. The
+// epilogs and the agent keep theirs in `<state_dir>/cache` instead (remediation/engine.h).
+std::string DefaultScannerCacheDir(const char* autoheal_cache_dir, const char* xdg_cache_home,
+                                   const char* home);
+
 struct ScanLimits {
     std::size_t per_signature_cap = 512;  // evidence items kept per signature
     std::size_t max_text = 400;           // bytes of a line kept in Evidence::text
@@ -35,9 +41,12 @@ struct ScanLimits {
 class Scanner {
   public:
     // Compiles the signatures. Fails only when an RE2 pattern does not compile (the rule
-    // loader has already checked them).
+    // loader has already checked them). With `cache_dir`, Hyperscan's database for the same
+    // signatures is read from there when an earlier Build stored it, and stored there otherwise
+    // (core/src/diag/scanner_cache.h); what the scanner finds is the same either way.
     static Result<std::shared_ptr<const Scanner>> Build(const std::vector<SignatureDef>& sigs,
-                                                        ScanLimits limits = {});
+                                                        ScanLimits limits = {},
+                                                        const std::string& cache_dir = {});
     ~Scanner();
     Scanner(const Scanner&) = delete;
     Scanner& operator=(const Scanner&) = delete;
@@ -52,6 +61,8 @@ class Scanner {
     // How many signatures Hyperscan prefilters and how many need the line-by-line path.
     std::size_t prefiltered() const;
     std::size_t line_by_line() const;
+    // Whether Hyperscan's database came from the cache folder rather than a compile.
+    bool from_cache() const;
 
     struct Impl;  // opaque; public only so the implementation's helpers can name it
 

@@ -15,7 +15,8 @@ struct Engine {
     std::shared_ptr<const diag::Scanner> scanner;
 };
 
-// The rules in use: the rules folder, or its last good copy when it is broken (then logged).
+// The rules in use: the rules folder, or its last good copy when it is broken (then logged). The
+// compiled scanner is kept in `<state_dir>/cache`, so the next epilog need not compile it again.
 Result<Engine> LoadEngine(const std::string& self_exe, const std::string& state_dir);
 
 }  // namespace autoheal::remediation
