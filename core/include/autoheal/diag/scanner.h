@@ -26,7 +26,7 @@ enum class InputKind {
 
 // Where programs keep compiled scanners: $AUTOHEAL_CACHE_DIR when set (empty: no cache), else
 // $XDG_CACHE_HOME/autoheal, else $HOME/.cache/autoheal; empty (no cache) when none is set. The
-// epilogs and the agent keep theirs in `<state_dir>/cache` instead (remediation/engine.h).
+// epilogs and the agent keep theirs in `<state_dir>/cache-<euid>` instead (remediation/engine.h).
 std::string DefaultScannerCacheDir(const char* autoheal_cache_dir, const char* xdg_cache_home,
                                    const char* home);
 

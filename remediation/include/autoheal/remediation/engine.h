@@ -16,7 +16,7 @@ struct Engine {
 };
 
 // The rules in use: the rules folder, or its last good copy when it is broken (then logged). The
-// compiled scanner is kept in `<state_dir>/cache`, so the next epilog need not compile it again.
+// compiled scanner is kept in `<state_dir>/cache-<euid>` for the next epilog to read back.
 Result<Engine> LoadEngine(const std::string& self_exe, const std::string& state_dir);
 
 }  // namespace autoheal::remediation
