@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "autoheal/diag/diagnosis.h"
@@ -101,6 +102,14 @@ std::string ContextField(const EvidenceSet& set, std::string_view signature, std
         if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);
     }
     return "";
+}
+
+// Docker names a container's host after the first 12 hex digits of its id ("root@9e4697a656da:/#"
+// in a pasted session): a container, not a machine of the cluster.
+bool IsContainerHostname(std::string_view host) {
+    return host.size() == 12 && std::all_of(host.begin(), host.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
 }
 
 // The GPU every Xid of input `source` names, when they all name the same one: the culprit GPU
@@ -287,7 +296,8 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
     if (d.culprit.node.empty()) {
-        d.culprit.node = ContextField(set, "context-shell-prompt", "prompt_host", source);
+        std::string host = ContextField(set, "context-shell-prompt", "prompt_host", source);
+        if (!IsContainerHostname(host)) d.culprit.node = std::move(host);
     }
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-cloud-instance", "instance", source);
