@@ -92,6 +92,18 @@ TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
     l = ParseLogLine(plain);
     EXPECT_EQ(l.origin, LineOrigin::kUnknown);
     EXPECT_EQ(Message(plain, l), "RuntimeError: boom");
+
+    // A time of day alone.
+    const std::string clock =
+        "19:14:43  NVRM: Xid (PCI:0000:1a:00): 79, GPU has fallen off the bus.";
+    l = ParseLogLine(clock);
+    EXPECT_EQ(l.time, "19:14:43");
+    EXPECT_EQ(Message(clock, l), "NVRM: Xid (PCI:0000:1a:00): 79, GPU has fallen off the bus.");
+    const std::string clock_host = "19:14:43.250 node7 kernel: NVRM: Xid 79";
+    l = ParseLogLine(clock_host);
+    EXPECT_EQ(l.host, "node7");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(clock_host, l), "NVRM: Xid 79");
 }
 
 TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
@@ -169,6 +181,7 @@ TEST(LogLine, DriverTextCountsOnlyWhereAKernelMessageStarts) {
     EXPECT_TRUE(Admits("[1.0] NVRM: Xid (PCI:0000:3b:00): 79, x", "NVRM: Xid"));
     EXPECT_TRUE(Admits("NVRM: Xid (PCI:0000:3b:00): 79, x", "NVRM: Xid"));
     EXPECT_TRUE(Admits("6,1,2,-;NVRM: Xid 79", "NVRM: Xid", true));
+    EXPECT_TRUE(Admits("19:14:43  NVRM: Xid (PCI:0000:1a:00): 13, x", "NVRM: Xid"));
     // Quoted inside a segfault line, written by a program, or past the message start.
     EXPECT_FALSE(Admits("[1.0] x[42]: segfault at 0 ip 1 sp 2 error 6 in NVRM: Xid 64, x[1+2]",
                         "NVRM: Xid"));

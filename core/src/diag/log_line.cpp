@@ -50,7 +50,8 @@ std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; 
 // "Dec  1 10:00:00[.123456] host tag[pid]: " (RFC 3164, journald short and short-precise; the
 // month is the locale's abbreviation, strftime's %b, in UTF-8: "kwi", "Dez", "janv.") or
 // "2026-12-01T10:00:00[.123][Z|+0000] host tag[pid]: " (journald short-iso, RFC 3339), the host
-// and tag optional after an ISO time ("2026-12-01 10:00:00,123 message").
+// and tag optional after an ISO time ("2026-12-01 10:00:00,123 message") or after a time of day
+// alone ("19:14:43  NVRM: Xid ...", a paste that kept only the clock).
 bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? [ 0-9]\d )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
@@ -58,11 +59,14 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kIso(
         R"((\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)(?: +|:? +|$))",
         PatternOptions());
+    static const RE2 kClock(R"((\d\d:\d\d:\d\d(?:[.,]\d+)?) +)", PatternOptions());
     static const RE2 kHostTag(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(?:\[\d+\])?: ?)",
                               PatternOptions());
     re2::StringPiece time, host, tag;
     const bool bsd = Consume(line, pos, kBsd, &time);
-    if (!bsd && !Consume(line, pos, kIso, &time)) return false;
+    if (!bsd && !Consume(line, pos, kIso, &time) && !Consume(line, pos, kClock, &time)) {
+        return false;
+    }
     out->time = View(time);
     const std::size_t before_host = *pos;
     if (Consume(line, pos, kHostTag, &host, &tag)) {

@@ -9,6 +9,7 @@
 //   journald    "2026-12-01T10:00:00+0000 node1 kernel: ..." (short-iso, short-precise too)
 //   ISO 8601    "2026-12-01T10:00:00.123Z ..." / "2026-12-01 10:00:00,123 ..." (in "...: E
 //               file.cc:12] ", the logging of TensorFlow, XLA and absl, the letter is a severity)
+//   clock       "19:14:43  NVRM: ..." (a time of day alone, as some pastes keep it)
 //   dmesg -T    "[Tue Dec  1 10:00:00 2026] ..."
 //   dmesg       "[12345.678901] ..." and the printk caller id "[T4242] " after it
 //   pdsh        "node1: " before one of the above
