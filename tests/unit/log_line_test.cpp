@@ -99,6 +99,13 @@ TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
     l = ParseLogLine(clock);
     EXPECT_EQ(l.time, "19:14:43");
     EXPECT_EQ(Message(clock, l), "NVRM: Xid (PCI:0000:1a:00): 79, GPU has fallen off the bus.");
+    // Python's logging puts a level and a logger's name where a host and a tag would be.
+    const std::string logging = "2024-10-09 15:47:38,123 INFO trainer: step 12 done";
+    l = ParseLogLine(logging);
+    EXPECT_EQ(l.host, "");
+    EXPECT_EQ(Message(logging, l), "INFO trainer: step 12 done");
+    const std::string clock_logging = "12:00:01 WARNING root: retrying";
+    EXPECT_EQ(ParseLogLine(clock_logging).host, "");
     const std::string clock_host = "19:14:43.250 node7 kernel: NVRM: Xid 79";
     l = ParseLogLine(clock_host);
     EXPECT_EQ(l.host, "node7");

@@ -72,9 +72,15 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     if (Consume(line, pos, kHostTag, &host, &tag)) {
         // "2024-10-09 15:47:38.568412: E path/file.cc:1170] " (TensorFlow, XLA, absl logging):
         // a severity letter and a source line, no host.
+        // "2024-10-09 15:47:38,123 INFO trainer: " (Python's logging, "%(asctime)s %(levelname)s
+        // %(name)s: "): a level and a logger, no host.
         static const RE2 kSourceLine(R"(\d+\] )", PatternOptions());
+        static const RE2 kLevel(
+            R"((?i)(?:trace|debug|info|notice|warn|warning|error|critical|fatal))",
+            PatternOptions());
         std::size_t after = *pos;
-        if (host.size() == 1 && Consume(line, &after, kSourceLine)) {
+        if ((host.size() == 1 && Consume(line, &after, kSourceLine)) ||
+            RE2::FullMatch(host, kLevel)) {
             *pos = before_host;
             return true;
         }
