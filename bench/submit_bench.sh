@@ -302,6 +302,8 @@ sbatch_instr() {
         sbatch "${args[@]}" >/dev/null || die "sbatch failed ($mode)"
     faults=$(tail -n1 "$cg_dir/sbatch-$mode.time")
 }
+# How much more $1 is than $2, in percent with one decimal.
+pct_over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a / b - 1) * 100 }'; }
 measure_instructions() {
     command -v valgrind >/dev/null || die "valgrind is missing (scripts/deps.sh installs it)"
     mkdir -p "$cg_dir" && chown "$slurm_user" "$cg_dir"
@@ -323,21 +325,17 @@ measure_instructions() {
     # What a job that uses none of autoheal's options pays in sbatch for the plugin being there.
     sbatch_instr plain
     instr_sbatch[plain]=$instr_count
-    instr_overhead_plain=$(awk -v a="${instr_sbatch[plain]}" -v b="${instr_sbatch[without]}" \
-        'BEGIN { printf "%.1f", (a / b - 1) * 100 }')
+    instr_overhead_plain=$(pct_over "${instr_sbatch[plain]}" "${instr_sbatch[without]}")
     # What Slurm spends on any plugin with autoheal's options, given as in mode with.
     sbatch_instr floor
     instr_sbatch[floor]=$instr_count
-    instr_overhead_floor=$(awk -v a="${instr_sbatch[floor]}" -v b="${instr_sbatch[without]}" \
-        'BEGIN { printf "%.1f", (a / b - 1) * 100 }')
-    instr_overhead_sbatch=$(awk -v a="${instr_sbatch[with]}" -v b="${instr_sbatch[without]}" \
-        'BEGIN { printf "%.1f", (a / b - 1) * 100 }')
+    instr_overhead_floor=$(pct_over "${instr_sbatch[floor]}" "${instr_sbatch[without]}")
+    instr_overhead_sbatch=$(pct_over "${instr_sbatch[with]}" "${instr_sbatch[without]}")
     echo "bench: submit: sbatch's instructions: without ${instr_sbatch[without]}, with" \
         "${instr_sbatch[with]} (+$instr_overhead_sbatch %), with the floor plugin" \
         "${instr_sbatch[floor]} (+$instr_overhead_floor %: Slurm's own cost of the five options)" >&2
-    instr_overhead=$(awk -v a="${instr_sbatch[with]}" -v b="${instr_ctld[with]}" \
-        -v c="${instr_sbatch[without]}" -v d="${instr_ctld[without]}" \
-        'BEGIN { printf "%.1f", ((a + b) / (c + d) - 1) * 100 }')
+    instr_overhead=$(pct_over "$((instr_sbatch[with] + instr_ctld[with]))" \
+        "$((instr_sbatch[without] + instr_ctld[without]))")
 }
 measure_instructions
 
