@@ -84,6 +84,7 @@ nlohmann::json ToJson(const diag::Diagnosis& d, const diag::EvidenceSet& set,
         d.culprit.gpu_index ? nlohmann::json(*d.culprit.gpu_index) : nlohmann::json();
     j["culprit"] = culprit;
     j["rule"] = d.rule.empty() ? nlohmann::json() : nlohmann::json(d.rule);
+    j["guess"] = d.guess;
     j["evidence"] = nlohmann::json::array();
     for (const diag::Evidence& e : d.evidence) {
         nlohmann::json ev{{"line", e.line}, {"signature", e.signature}, {"text", e.text}};
@@ -154,8 +155,9 @@ void PrintText(const diag::Diagnosis& d, const diag::EvidenceSet& set) {
                     static_cast<unsigned long long>(set.lines));
         return;
     }
-    std::printf("rule:       %s (confidence %.2f, from %s)\n", d.rule.c_str(), d.confidence,
-                d.evidence_kind.c_str());
+    std::printf("rule:       %s (confidence %.2f, from %s)%s\n", d.rule.c_str(), d.confidence,
+                d.evidence_kind.c_str(),
+                d.guess ? "; a guess: no rule reads these lines, and no node is blamed" : "");
     if (!d.escalation.empty()) std::printf("escalated:  %s\n", d.escalation.c_str());
     std::printf("evidence:\n");
     for (const diag::Evidence& e : d.evidence) {

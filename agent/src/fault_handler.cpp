@@ -199,7 +199,7 @@ std::string ActOnIdleNode(const AgentEnv& env, rem::IncidentStore& store,
     std::string texts;
     for (const diag::Evidence& e : found.items) texts += e.text + "\n";
     for (const rem::NodeVerdict& v : d->verdicts) {
-        if (v.diagnosis.rule.empty()) continue;
+        if (!v.diagnosis.Explains()) continue;
         rem::IncidentRecord rec;
         rec.time = now;
         rec.node = v.node;

@@ -24,9 +24,9 @@ using diag::IsInfrastructure;
 using diag::IsNetworkCause;
 
 // A cause that blames the node it was seen on (the catalog's blame column). An NCCL timeout is
-// seen on every rank and blames none of them; "unknown" blames nothing.
+// seen on every rank and blames none of them; "unknown" and a guess blame nothing.
 bool BlamesNode(const diag::Diagnosis& d) {
-    return !d.rule.empty() && diag::BlameOf(d.cause) == diag::Blame::kNode;
+    return d.Explains() && diag::BlameOf(d.cause) == diag::Blame::kNode;
 }
 
 bool IsJobsOwn(const std::string& cause) { return diag::BlameOf(cause) == diag::Blame::kJob; }
@@ -174,7 +174,7 @@ bool DecideCause(JobDecision* decision) {
             deciding = &v;
         }
     }
-    if (deciding == nullptr && out.job_output && !out.job_output->diagnosis.rule.empty()) {
+    if (deciding == nullptr && out.job_output && out.job_output->diagnosis.Explains()) {
         deciding = &*out.job_output;
         const std::string& named = out.job_output->diagnosis.culprit.node;
         if (!named.empty() && BlamesNode(out.job_output->diagnosis))
@@ -185,7 +185,7 @@ bool DecideCause(JobDecision* decision) {
     if (deciding == nullptr) {
         // Nothing on any node or in the output: the strongest finding anywhere, if any.
         for (const NodeVerdict& v : out.verdicts) {
-            if (v.diagnosis.rule.empty() || v.other_gpu) continue;
+            if (!v.diagnosis.Explains() || v.other_gpu) continue;
             if (deciding == nullptr || Priority(v.diagnosis) > Priority(deciding->diagnosis)) {
                 deciding = &v;
             }
@@ -214,7 +214,8 @@ bool DecideCause(JobDecision* decision) {
         }
     }
     // A user bug seen in the job's output outranks infrastructure hints that blame no node.
-    if (out.culprits.empty() && out.job_output && IsJobsOwn(out.job_output->diagnosis.cause)) {
+    if (out.culprits.empty() && out.job_output && out.job_output->diagnosis.Explains() &&
+        IsJobsOwn(out.job_output->diagnosis.cause)) {
         out.cause = out.job_output->diagnosis.cause;
         out.rule = out.job_output->diagnosis.rule;
         out.confidence = out.job_output->diagnosis.confidence;
@@ -234,7 +235,7 @@ void PlanNodes(const DecisionInput& in, JobDecision* decision) {
     JobDecision& out = *decision;
     for (const NodeVerdict& v : out.verdicts) {
         const diag::Diagnosis& d = v.diagnosis;
-        if (d.actions.empty() || d.rule.empty()) continue;
+        if (d.actions.empty() || !d.Explains()) continue;
         NodePlan plan;
         plan.node = v.node;
         plan.gpu = d.culprit.gpu;
@@ -254,7 +255,7 @@ void CorrelateNetwork(const DecisionInput& in, JobDecision* decision) {
     const RemediationConfig& config = *in.config;
     std::set<std::string> network_nodes;
     for (const NodeVerdict& v : out.verdicts) {
-        if (!v.diagnosis.rule.empty() && IsNetworkCause(v.diagnosis.cause)) {
+        if (v.diagnosis.Explains() && IsNetworkCause(v.diagnosis.cause)) {
             network_nodes.insert(v.node);
         }
     }

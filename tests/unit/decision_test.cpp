@@ -563,6 +563,31 @@ TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
     EXPECT_THAT(Decide(in_).plans, IsEmpty());
 }
 
+// A guess (an error line no rule reads) explains nothing: the run stays unexplained and counts
+// towards lemons, and no node is a culprit.
+TEST_F(DecisionTest, AGuessExplainsNoFailure) {
+    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
+    in_.job.nodes = {"node1"};
+    in_.job.user = "1002";
+    in_.reports.resize(1);
+    in_.unexplained_failures = {{"node1", 2, {"1001"}}};
+    JobOutput("node1", {"frobd: ERROR could not open /etc/frob.conf"});
+    // A kernel line no rule reads is not even a guess (the kernel logs harmless errors).
+    Kernel("node1", {"kernel: frob0: controller reset failed, giving up"});
+    JobDecision d = Decide(in_);
+    ASSERT_TRUE(d.job_output);
+    EXPECT_TRUE(d.job_output->diagnosis.guess);
+    ASSERT_FALSE(d.verdicts.empty());
+    EXPECT_FALSE(d.verdicts[0].diagnosis.Explains());
+    EXPECT_EQ(d.cause, "unknown");
+    EXPECT_EQ(d.outcome, "unexplained");
+    EXPECT_TRUE(d.counts_towards_lemons);
+    EXPECT_THAT(d.culprits, IsEmpty());
+    ASSERT_EQ(d.plans.size(), 1u);
+    EXPECT_EQ(d.plans[0].rule, "lemon-node");
+    EXPECT_FALSE(d.requeue);
+}
+
 // Issue 13.1: one user's failing jobs (`exit 1` four times) must not drain a node: a lemon takes
 // unexplained failures of lemon.min_users distinct users; runs without a known user add none.
 TEST_F(DecisionTest, OneUsersFailingJobsNeverMakeALemon) {

@@ -30,6 +30,34 @@ TEST(Diagnose, NothingFoundIsUnknownWithNoPlan) {
     EXPECT_EQ(d.confidence, 0.0);
 }
 
+// An error line no rule reads is evidence: the shipped guess names the likeliest cause, with
+// nothing to do; a line without an error word is still no evidence.
+TEST(Diagnose, AnErrorLineNoRuleReadsIsAGuess) {
+    Diagnosis d =
+        Classify("starting the frobnicator\nfrobd: ERROR could not open /etc/frob.conf\n");
+    EXPECT_EQ(d.cause, "dependency");
+    EXPECT_EQ(d.rule, "unrecognised-error");
+    EXPECT_TRUE(d.guess);
+    EXPECT_FALSE(d.Explains());
+    EXPECT_TRUE(d.actions.empty());
+    EXPECT_FALSE(d.requeue);
+    EXPECT_DOUBLE_EQ(d.confidence, 0.2);
+    ASSERT_FALSE(d.evidence.empty());
+    EXPECT_EQ(d.evidence[0].line, 2u);
+    EXPECT_EQ(Classify("0 errors, 12 tests passed\nno failures\n").cause, "unknown");
+}
+
+// A guess decides only when nothing else fires, and is no conflict for the rule that does.
+TEST(Diagnose, AGuessNeverOutranksOrWeakensARule) {
+    const std::string own = "Traceback (most recent call last):\nValueError: bad shape\n";
+    Diagnosis alone = Classify(own);
+    Diagnosis mixed = Classify(own + "frobd: ERROR could not open /etc/frob.conf\n");
+    EXPECT_EQ(mixed.cause, "user_error");
+    EXPECT_FALSE(mixed.guess);
+    EXPECT_TRUE(mixed.Explains());
+    EXPECT_DOUBLE_EQ(mixed.confidence, alone.confidence);
+}
+
 TEST(Diagnose, Xid45IsNeverTheRootCauseBesideAnotherXid) {
     Diagnosis d = Classify(
         "[10.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"

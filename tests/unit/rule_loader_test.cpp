@@ -74,6 +74,29 @@ TEST(RuleLoader, InterruptsJobIsReadAndChecked) {
     EXPECT_FALSE(bad.result.ok()) << bad.result.Format();
 }
 
+TEST(RuleLoader, AGuessNamesACauseOnly) {
+    auto l = Load({{"base.yaml", kBase},
+                   {"r.yaml",
+                    "- rule: likely\n  match: {xid: [63]}\n  cause: dependency\n"
+                    "  guess: true\n"}});
+    ASSERT_TRUE(l.rules) << l.result.Format();
+    EXPECT_TRUE(l.rules->FindRule("likely")->guess);
+    EXPECT_FALSE(l.rules->FindRule("likely")->requeue);  // not the infrastructure cause's default
+    EXPECT_FALSE(l.rules->FindRule("bad-xid")->guess);
+    for (const char* extra : {"  actions: [drain]\n", "  actions: []\n", "  requeue: true\n",
+                              "  interrupts_job: true\n", "  contributes_actions: true\n"}) {
+        auto bad = Load({{"base.yaml", kBase},
+                         {"r.yaml", std::string("- rule: likely\n  match: {xid: [63]}\n"
+                                                "  cause: dependency\n  guess: true\n") +
+                                        extra}});
+        EXPECT_FALSE(bad.rules) << extra;
+        const LoadMessage* m = Find(bad.result, "LOAD_ERR_YAML_VALIDATE");
+        ASSERT_NE(m, nullptr) << extra;
+        EXPECT_THAT(m->message, HasSubstr("a guess names a cause only"));
+        EXPECT_EQ(m->where.line, 4) << extra;  // at the guess key
+    }
+}
+
 TEST(RuleLoader, YamlSyntaxErrorHasLocation) {
     auto l = Load({{"r.yaml", "- rule: x\n  match: {xid: [79\n"}});
     EXPECT_FALSE(l.rules);
@@ -208,7 +231,8 @@ TEST(RuleLoader, UnknownFieldNamesTheSignaturesFields) {
     EXPECT_THAT(
         m->message,
         HasSubstr(
-            "its fields: error_status, host, nvlink_class, pci, registers, role, subcode, xid"));
+            "its fields: error_status, host, kernel, nvlink_class, pci, registers, role, subcode, "
+            "xid"));
 }
 
 TEST(RuleLoader, DuplicateInOneFileIsAnError) {

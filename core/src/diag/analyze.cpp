@@ -299,6 +299,7 @@ void Analyze(EvidenceSet* set) {
         }
         FillHost(&e);
         FillRank(&e);
+        if (IsKernelRecord(e.text)) e.SetField("kernel", "yes");
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
         // R570+ prints "fallen off the bus" a line or two after "The NVIDIA GPU <bdf>".
         if (e.signature == "gpu-fallen-off-bus" && !e.Field("pci")) {

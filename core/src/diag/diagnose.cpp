@@ -253,10 +253,14 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         }
     }
     // The winner: not suppressed, naming a cause, highest priority; earliest rule on a tie.
+    // Rules that only contribute actions come next, and a guess last.
     const Fired* winner = nullptr;
-    for (int pass = 0; pass < 2 && winner == nullptr; ++pass) {
+    for (int pass = 0; pass < 3 && winner == nullptr; ++pass) {
         for (const Fired& f : fired) {
-            if (f.suppressed || (pass == 0 && f.rule->contributes_actions)) continue;
+            if (f.suppressed || (pass == 0 && f.rule->contributes_actions) ||
+                (pass < 2 && f.rule->guess)) {
+                continue;
+            }
             if (winner == nullptr || f.rule->priority > winner->rule->priority) winner = &f;
         }
     }
@@ -264,6 +268,7 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     if (winner == nullptr) return d;
     const Rule& rule = *winner->rule;
     d.rule = rule.name;
+    d.guess = rule.guess;
     d.cause = rule.cause;
     d.requeue = rule.requeue;
     d.interrupts_job = rule.interrupts_job;
@@ -279,7 +284,7 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     }
     // Conflicting evidence: another cause almost as specific lowers our confidence.
     for (const Fired& f : fired) {
-        if (&f == winner || f.suppressed || f.rule->contributes_actions) continue;
+        if (&f == winner || f.suppressed || f.rule->contributes_actions || f.rule->guess) continue;
         if (f.rule->cause != rule.cause && f.rule->priority + 10 >= rule.priority) {
             d.confidence *= 0.75;
             break;

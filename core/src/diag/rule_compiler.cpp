@@ -60,6 +60,7 @@ class Compiler {
     void CompileSignature(const ItemInfo& item);
     void CompileList(const ItemInfo& item);
     void CompileRule(const ItemInfo& item);
+    bool CheckGuess(const ItemInfo& item, const YAML::Node& key, const Rule& rule);
     std::optional<Condition> CompileCondition(const ItemInfo& item, const YAML::Node& node,
                                               int depth);
     bool CompileValues(const ItemInfo& item, const YAML::Node& node, FieldTest* test,
@@ -561,6 +562,21 @@ bool Compiler::CheckExample(const ItemInfo& item, const YAML::Node& node, const 
     return true;
 }
 
+// A guess names the likeliest cause and nothing more: no plan, no requeue, no escalation.
+bool Compiler::CheckGuess(const ItemInfo& item, const YAML::Node& key, const Rule& rule) {
+    if (!rule.guess) return true;
+    const bool plain = !item.keys.count("actions") && !item.keys.count("requeue") &&
+                       !item.keys.count("escalate") && !rule.interrupts_job &&
+                       !rule.contributes_actions;
+    if (!plain || !rule.actions.empty()) {
+        Error(item, key, "LOAD_ERR_YAML_VALIDATE",
+              "guess: a guess names a cause only; it takes no actions, requeue, escalate, "
+              "interrupts_job or contributes_actions");
+        return false;
+    }
+    return true;
+}
+
 void Compiler::CompileRule(const ItemInfo& item) {
     Rule rule;
     rule.name = item.name;
@@ -611,6 +627,11 @@ void Compiler::CompileRule(const ItemInfo& item) {
     }
     if (auto it = item.keys.find("contributes_actions"); it != item.keys.end()) {
         ok = Bool(item, it->second, "contributes_actions", &rule.contributes_actions) && ok;
+    }
+    if (auto it = item.keys.find("guess"); it != item.keys.end()) {
+        ok = Bool(item, it->second, "guess", &rule.guess) && ok;
+        ok = CheckGuess(item, it->second, rule) && ok;
+        if (rule.guess) rule.requeue = false;
     }
     if (auto it = item.keys.find("priority"); it != item.keys.end()) {
         int p = 0;

@@ -113,7 +113,8 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
 
 const std::vector<DerivedFields>& AnalyzerFields() {
     static const std::vector<DerivedFields> kFields{
-        {"*", {"host"}},
+        // kernel: "yes" when the line is the kernel's or a driver's own record (log_line.h).
+        {"*", {"host", "kernel"}},
         {"gpu-fallen-off-bus", {"pci"}},
         // Xid 74 (Hopper NVLink): nvlink_class from the first register's bits, per the
         // catalog's WORKFLOW_NVLINK_ERR. Xid 144-150 (NVLink5): subcode = IntrInfo bits 20-25,

@@ -26,6 +26,7 @@ const std::set<std::string>& AllowedKeys(ItemKind kind) {
                                              "escalate",
                                              "contributes_actions",
                                              "interrupts_job",
+                                             "guess",
                                              "example",
                                              "enabled",
                                              "override"};

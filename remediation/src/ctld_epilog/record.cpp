@@ -23,12 +23,12 @@ std::string RunKey(const DecisionInput& in) {
     return in.job.job + "/run" + std::to_string(in.job.restart_count);
 }
 
-// One incident per node whose evidence fired a rule.
+// One incident per node whose evidence fired a rule (a guess explains nothing: none).
 std::map<std::string, std::int64_t> RecordNodeIncidents(const CtldEnv& env, const DecisionInput& in,
                                                         const JobDecision& d) {
     std::map<std::string, std::int64_t> incident_of;
     for (const NodeVerdict& v : d.verdicts) {
-        if (v.diagnosis.rule.empty()) continue;
+        if (!v.diagnosis.Explains()) continue;
         IncidentRecord rec;
         rec.time = in.cluster.now;
         rec.job = env.ctx.job_id;

@@ -3,8 +3,9 @@
 //      (desync, the rank that never entered, a hang on the first collective), PCI addresses
 //      normalised, the GPU of a multi-line "fallen off the bus" message, the host of a line.
 //   2. Diagnose() evaluates every rule; a rule suppressed by another that fired is never the
-//      root cause; the firing rule with the highest priority names the cause; rules that
-//      contribute actions (e.g. Xid 154's recovery action) join its plan; history escalates.
+//      root cause; the firing rule with the highest priority names the cause (a guess only
+//      when no other rule fires); rules that contribute actions (e.g. Xid 154's recovery
+//      action) join its plan; history escalates.
 //      The culprit GPU is the first evidence field named pci, bdf or gpu.
 #pragma once
 
@@ -64,7 +65,10 @@ struct Diagnosis {
     bool requeue = false;
     bool interrupts_job = false;  // the deciding rule's interrupts_job
     Culprit culprit;
-    std::string rule;                // the rule that named the cause; empty when none fired
+    std::string rule;  // the rule that named the cause; empty when none fired
+    // The deciding rule is a guess (`guess: true`): the cause is the likeliest for lines no
+    // rule reads, and explains nothing (no culprit node, no plan, no requeue).
+    bool guess = false;
     std::vector<Evidence> evidence;  // what that rule matched (and contributing rules)
     double confidence = 0.0;  // the rule's, capped by the evidence's kind, lower on a conflict
     // The strongest kind among the deciding lines, which caps the confidence: "kernel record"
@@ -74,6 +78,9 @@ struct Diagnosis {
     std::string evidence_kind;
     std::vector<Finding> findings;  // every rule that fired, winner first
     std::string escalation;         // why the plan was escalated, when it was
+
+    // A rule that is not a guess named the cause.
+    bool Explains() const { return !rule.empty() && !guess; }
 };
 
 void Analyze(EvidenceSet* set);

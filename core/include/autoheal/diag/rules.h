@@ -21,6 +21,10 @@
 //     confidence: 0..1
 //     suppressed_by: [RULE]  sympathetic: never the root cause when one of these fires
 //     contributes_actions: true   its actions join the winning plan (e.g. Xid 154 advice)
+//     guess: true            names only the likeliest cause of lines no other rule reads: it
+//                            decides only when nothing else fires, takes no actions and no
+//                            requeue, and explains no failure (blames no node; a failed run
+//                            stays unexplained for lemons)
 //     escalate: [{when: {repeats: N, within: 30d, per: gpu|node, distinct: job},
 //                 cause: ..., actions: [...], requeue: ...}]
 //     doc: '...'             optional: the documentation the rule comes from
@@ -118,6 +122,8 @@ struct Rule {
     // The fault stops a running job (a lost GPU, a dead link): autoheal-agent acts while the
     // job runs instead of waiting for it to end (agent/).
     bool interrupts_job = false;
+    // Names only the likeliest cause of lines no other rule reads (see `guess:` above).
+    bool guess = false;
     std::vector<Escalation> escalate;
     Location where;
 };
@@ -149,7 +155,8 @@ inline constexpr const char* kJobHangSignature = "job-hang";
 // (gpu_telemetry.h), with the controller's comparison against the job's other GPUs.
 
 // Fields the analyzers add to evidence of pattern signatures (beyond their named groups):
-// every signature gets `host` when its line names one; `xid` lines of NVLink Xids get the
+// every signature gets `host` when its line names one and `kernel: yes` when the line is a kernel
+// record (log_line.h IsKernelRecord); `xid` lines of NVLink Xids get the
 // decoded registers. Rules may test these in `where`.
 struct DerivedFields {
     const char* signature;  // "*" for every signature
