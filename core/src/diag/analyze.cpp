@@ -301,8 +301,11 @@ void Analyze(EvidenceSet* set) {
         FillRank(&e);
         if (IsKernelRecord(e.text)) e.SetField("kernel", "yes");
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
-        // R570+ prints "fallen off the bus" a line or two after "The NVIDIA GPU <bdf>".
-        if (e.signature == "gpu-fallen-off-bus" && !e.Field("pci")) {
+        // The driver heads a multi-line message with "The NVIDIA GPU <bdf>" and says what is
+        // wrong a line or two later (R570+'s "fallen off the bus", "installed in this system
+        // requires use of the NVIDIA open kernel modules"): that GPU is the one meant.
+        if (!e.Field("pci") && e.signature != "context-nvrm-gpu" &&
+            (e.signature == "gpu-fallen-off-bus" || e.text.find("NVRM") != std::string::npos)) {
             for (std::size_t j = i; j-- > 0;) {
                 const Evidence& prev = set->items[j];
                 if (prev.source != e.source || e.line - prev.line > 3) break;

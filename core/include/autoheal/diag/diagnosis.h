@@ -1,7 +1,8 @@
 // The diagnosis engine: from evidence and rules to a cause, a culprit and a plan.
 //   1. Analyze() adds what no single line shows: NCCL watchdog timeouts compared across ranks
 //      (desync, the rank that never entered, a hang on the first collective), PCI addresses
-//      normalised, the GPU of a multi-line "fallen off the bus" message, the host of a line.
+//      normalised, the GPU of a multi-line driver message ("The NVIDIA GPU <bdf>" and the
+//      lines after it), the host of a line.
 //   2. Diagnose() evaluates every rule; a rule suppressed by another that fired is never the
 //      root cause; the firing rule with the highest priority names the cause (a guess only
 //      when no other rule fires); rules that contribute actions (e.g. Xid 154's recovery
