@@ -156,8 +156,8 @@ inline constexpr const char* kJobHangSignature = "job-hang";
 
 // Fields the analyzers add to evidence of pattern signatures (beyond their named groups):
 // every signature gets `host` when its line names one and `kernel: yes` when the line is a kernel
-// record (log_line.h IsKernelRecord); `xid` lines of NVLink Xids get the
-// decoded registers. Rules may test these in `where`.
+// record (log_line.h IsKernelRecord); `xid` lines of NVLink Xids get the decoded registers.
+// Rules may test these in `where`.
 struct DerivedFields {
     const char* signature;  // "*" for every signature
     std::vector<std::string> fields;
