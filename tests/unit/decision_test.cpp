@@ -65,6 +65,15 @@ class DecisionTest : public ::testing::Test {
         Report(node).job_output_read = true;
         Report(node).job_output = diag::testing::ScanLines(lines, "job-output");
     }
+    // A job of `user` on node1 alone (its report: nothing found), which has failed `earlier`
+    // jobs of `users` unexplained; lemons at 3 failures of 2 users within 7 days.
+    void OnlyNode1After(const std::string& user, int earlier, std::vector<std::string> users) {
+        config_.lemon = {3, 2, 7 * std::int64_t{86400}};
+        in_.job.nodes = {"node1"};
+        in_.job.user = user;
+        in_.reports.resize(1);
+        in_.unexplained_failures = {{"node1", earlier, std::move(users)}};
+    }
     RemediationConfig config_;
     DecisionInput in_;
 };
@@ -538,11 +547,7 @@ TEST_F(DecisionTest, AnAppFaultRepeatingOnOneGpuEscalatesOnlyAcrossDistinctUsers
 }
 
 TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
-    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
-    in_.job.nodes = {"node1"};
-    in_.job.user = "1002";
-    in_.reports.resize(1);  // node1's report: nothing found
-    in_.unexplained_failures = {{"node1", 2, {"1001"}}};
+    OnlyNode1After("1002", 2, {"1001"});
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.outcome, "unexplained");
     EXPECT_TRUE(d.counts_towards_lemons);
@@ -566,11 +571,7 @@ TEST_F(DecisionTest, ANodeInRepeatedUnexplainedFailuresIsDrainedAsALemon) {
 // A guess (an error line no rule reads) explains nothing: the run stays unexplained and counts
 // towards lemons, and no node is a culprit.
 TEST_F(DecisionTest, AGuessExplainsNoFailure) {
-    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
-    in_.job.nodes = {"node1"};
-    in_.job.user = "1002";
-    in_.reports.resize(1);
-    in_.unexplained_failures = {{"node1", 2, {"1001"}}};
+    OnlyNode1After("1002", 2, {"1001"});
     JobOutput("node1", {"frobd: ERROR could not open /etc/frob.conf"});
     // A kernel line no rule reads is not even a guess (the kernel logs harmless errors).
     Kernel("node1", {"kernel: frob0: controller reset failed, giving up"});
@@ -591,11 +592,7 @@ TEST_F(DecisionTest, AGuessExplainsNoFailure) {
 // Issue 13.1: one user's failing jobs (`exit 1` four times) must not drain a node: a lemon takes
 // unexplained failures of lemon.min_users distinct users; runs without a known user add none.
 TEST_F(DecisionTest, OneUsersFailingJobsNeverMakeALemon) {
-    config_.lemon = {3, 2, 7 * std::int64_t{86400}};
-    in_.job.nodes = {"node1"};
-    in_.job.user = "1001";
-    in_.reports.resize(1);
-    in_.unexplained_failures = {{"node1", 10, {"1001"}}};
+    OnlyNode1After("1001", 10, {"1001"});
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.outcome, "unexplained");
     EXPECT_THAT(d.plans, IsEmpty());

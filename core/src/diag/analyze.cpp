@@ -30,9 +30,8 @@ std::string NormalizePci(std::string_view raw) {
 // "2024-..T.. host kernel:", "host: [12.3] ...", log_line.h), else NCCL's "host:pid:tid [n]"
 // (NCCL's debug prefix, src/debug.cc), at the line's start or after a launcher's own prefix
 // (Open MPI's --tag-output "[1,12]<stdout>:", a time): a host of digits only is a time.
-void FillHost(Evidence* e) {
+void FillHost(Evidence* e, const LogLine& line) {
     if (e->Field("host")) return;
-    const LogLine line = ParseLogLine(e->text);
     if (!line.host.empty()) {
         e->SetField("host", std::string(line.host));
         return;
@@ -297,9 +296,10 @@ void Analyze(EvidenceSet* set) {
         for (auto& [k, v] : e.fields) {
             if (k == "pci" || k == "bdf") v = NormalizePci(v);
         }
-        FillHost(&e);
+        const LogLine line = ParseLogLine(e.text);  // once, for the host and the record's kind
+        FillHost(&e, line);
         FillRank(&e);
-        if (IsKernelRecord(e.text)) e.SetField("kernel", "yes");
+        if (IsKernelRecord(e.text, line)) e.SetField("kernel", "yes");
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
         // The driver heads a multi-line message with "The NVIDIA GPU <bdf>" and says what is
         // wrong a line or two later (R570+'s "fallen off the bus", "installed in this system

@@ -296,8 +296,9 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
     return true;
 }
 
-bool IsKernelRecord(std::string_view line) {
-    const LogLine parsed = ParseLogLine(line);
+bool IsKernelRecord(std::string_view line) { return IsKernelRecord(line, ParseLogLine(line)); }
+
+bool IsKernelRecord(std::string_view line, const LogLine& parsed) {
     if (parsed.origin == LineOrigin::kKernel) return true;
     if (parsed.origin == LineOrigin::kProcess) return false;
     const std::size_t message = std::min(parsed.message, line.size());

@@ -568,7 +568,7 @@ bool Compiler::CheckGuess(const ItemInfo& item, const YAML::Node& key, const Rul
     const bool plain = !item.keys.count("actions") && !item.keys.count("requeue") &&
                        !item.keys.count("escalate") && !rule.interrupts_job &&
                        !rule.contributes_actions;
-    if (!plain || !rule.actions.empty()) {
+    if (!plain) {
         Error(item, key, "LOAD_ERR_YAML_VALIDATE",
               "guess: a guess names a cause only; it takes no actions, requeue, escalate, "
               "interrupts_job or contributes_actions");

@@ -69,5 +69,7 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
 // bare dmesg time) or a driver speaking where its message starts ("NVRM: ...", "mlx5_core ...").
 // The strongest kind of evidence: the driver itself saw the fault.
 bool IsKernelRecord(std::string_view line);
+// The same for a line already parsed.
+bool IsKernelRecord(std::string_view line, const LogLine& parsed);
 
 }  // namespace autoheal::diag
