@@ -8,6 +8,7 @@
 #                        a run writes stays there: the working corpus (seeds + what libFuzzer
 #                        found, kept between runs), logs, crash inputs.
 # FUZZ_JOBS=N            parallel compile jobs (default: every CPU)
+# FUZZ_PARALLEL=N        fuzzers run at a time (default: every CPU)
 # FUZZ_SEED=N            libFuzzer's random seed (default: a new one each run). With a seed and
 #                        the same corpus (a fresh build folder, as CI has), a run tries the same
 #                        inputs in the same order: a slower machine tries a prefix of what a
@@ -67,8 +68,10 @@ log() { printf 'autoheal: fuzz: %s\n' "$*" >&2; }
 slurm_src=$(scripts/deps.sh --print-slurm-src) || exit 2
 mkdir -p "$work"
 printf '*\n' >"$build/.gitignore"  # the whole folder is a build output
+# Line tables only: all a crash report's stack needs, and cheaper to build than full -g.
 log "configuring $build (clang, ASan + UBSan, libFuzzer)"
 if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
+        -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
         -DAUTOHEAL_FUZZ=ON -DSLURM_SRC_DIR="$slurm_src" >"$work/configure.log" 2>&1; then
     cat "$work/configure.log" >&2
@@ -101,16 +104,17 @@ done
 shopt -u nullglob
 
 # --- run -------------------------------------------------------------------------------------
+# FUZZ_PARALLEL fuzzers at a time (default: one per CPU; each libFuzzer process uses one). With a
+# seed, each still tries the same inputs in the same order; a busier CPU tries fewer of them.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=0
-summary=()
-for entry in "${fuzzers[@]}"; do
-    name=${entry%%:*}
-    kind=${entry#*:}
-    out=$work/$name.log
-    dict=()
+parallel=${FUZZ_PARALLEL:-$(nproc)}
+
+# run_fuzzer NAME:KIND: runs one fuzzer; writes its summary line to $work/NAME.summary, prints
+# what it found, and exits non-zero when it found something.
+run_fuzzer() {
+    local name=${1%%:*} kind=${1#*:}
+    local out=$work/$name.log dict=() seed=() rc
     [ -f "tests/fuzz/dicts/$kind.dict" ] && dict=(-dict="tests/fuzz/dicts/$kind.dict")
-    seed=()
     [ -n "${FUZZ_SEED:-}" ] && seed=(-seed="$FUZZ_SEED")
     log "running $name for ${seconds}s${FUZZ_SEED:+ (seed $FUZZ_SEED)} (log: $out)"
     "$build/bin/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
@@ -118,6 +122,7 @@ for entry in "${fuzzers[@]}"; do
         -artifact_prefix="$work/artifacts/$name-" \
         "$work/corpus/$kind" "tests/fuzz/corpus/$kind" >"$out" 2>&1
     rc=$?
+    local runs rate last cov ft artifact result
     runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$out" | tail -1)
     rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$out" | tail -1)
     # libFuzzer's last status line: "#N DONE cov: C ft: F corp: ..." (or the last pulse).
@@ -129,7 +134,6 @@ for entry in "${fuzzers[@]}"; do
     if [ "$rc" -eq 0 ]; then
         result=ok
     else
-        failed=1
         if grep -q 'contract violated' "$out"; then
             result="contract violation"
         elif grep -q 'ERROR: LeakSanitizer' "$out"; then
@@ -145,8 +149,29 @@ for entry in "${fuzzers[@]}"; do
             "$out" >&2
         [ -n "$artifact" ] && log "replay: $build/bin/$name $artifact"
     fi
-    summary+=("$(printf '%-19s %10s runs %7s exec/s  cov %5s  ft %6s  %s' "$name" "${runs:-?}" \
-        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result${artifact:+ ($artifact)}")")
+    printf '%-19s %10s runs %7s exec/s  cov %5s  ft %6s  %s\n' "$name" "${runs:-?}" \
+        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result${artifact:+ ($artifact)}" >"$work/$name.summary"
+    [ "$rc" -eq 0 ]
+}
+
+failed=0
+running=0
+rm -f "$work"/*.summary
+for entry in "${fuzzers[@]}"; do
+    if [ "$running" -ge "$parallel" ]; then
+        wait -n || failed=1
+        running=$((running - 1))
+    fi
+    run_fuzzer "$entry" &
+    running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+done
+summary=()
+for name in "${names[@]}"; do
+    summary+=("$(cat "$work/$name.summary" 2>/dev/null || echo "$name: no result")")
 done
 for line in "${summary[@]}"; do printf 'autoheal: fuzz: %s\n' "$line"; done
 exit "$failed"
