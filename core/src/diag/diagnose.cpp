@@ -291,7 +291,9 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         }
     }
     d.culprit.node = options.node;
-    if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"host", "node"});
+    // A node the message names ("Setting node gpu07 state to INVAL", "Node failure on gpu07") is
+    // the culprit, not the host whose log holds the line (the controller's, a login node's).
+    if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"node", "host"});
     // A device's PCI id (`bdf`: AER, a NIC's driver) names the GPU only for a GPU cause; a
     // network adapter's or a bridge's address is not a culprit GPU.
     const CauseInfo* info = FindCause(d.cause);
