@@ -150,7 +150,8 @@ run_fuzzer() {
         [ -n "$artifact" ] && log "replay: $build/bin/$name $artifact"
     fi
     printf '%-19s %10s runs %7s exec/s  cov %5s  ft %6s  %s\n' "$name" "${runs:-?}" \
-        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result${artifact:+ ($artifact)}" >"$work/$name.summary"
+        "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result${artifact:+ ($artifact)}" \
+        >"$work/$name.summary"
     [ "$rc" -eq 0 ]
 }
 
@@ -169,9 +170,8 @@ while [ "$running" -gt 0 ]; do
     wait -n || failed=1
     running=$((running - 1))
 done
-summary=()
 for name in "${names[@]}"; do
-    summary+=("$(cat "$work/$name.summary" 2>/dev/null || echo "$name: no result")")
+    printf 'autoheal: fuzz: %s\n' \
+        "$(cat "$work/$name.summary" 2>/dev/null || echo "$name: no result")"
 done
-for line in "${summary[@]}"; do printf 'autoheal: fuzz: %s\n' "$line"; done
 exit "$failed"
