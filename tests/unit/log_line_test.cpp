@@ -64,6 +64,11 @@ TEST(LogLine, SyslogAndJournaldNameHostAndTag) {
         EXPECT_EQ(Message(local, l), "NVRM: Xid 109") << local;
     }
 
+    const std::string collapsed = "Dec 1 10:00:00 node7 kernel: NVRM: Xid 79";
+    l = ParseLogLine(collapsed);
+    EXPECT_EQ(l.host, "node7");
+    EXPECT_EQ(Message(collapsed, l), "NVRM: Xid 79");
+
     const std::string precise = "Dec 01 10:00:00.123456 node7 slurmd[99]: error: x";
     l = ParseLogLine(precise);
     EXPECT_EQ(l.tag, "slurmd");
@@ -76,6 +81,13 @@ TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
     EXPECT_EQ(l.origin, LineOrigin::kKernel);
     EXPECT_EQ(l.time, "Tue Dec  1 10:00:00 2026");
     EXPECT_EQ(Message(human, l), "NVRM: Xid 79");
+
+    // A web page collapses the space that pads a one-digit day.
+    const std::string pasted = "[Mon Feb 2 22:52:45 2026] NVRM: Xid 94";
+    l = ParseLogLine(pasted);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.time, "Mon Feb 2 22:52:45 2026");
+    EXPECT_EQ(Message(pasted, l), "NVRM: Xid 94");
 
     const std::string mono = "[12345.678901] [T4242] NVRM: Xid 79";
     l = ParseLogLine(mono);

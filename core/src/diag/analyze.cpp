@@ -148,6 +148,7 @@ void AddDerived(std::vector<Evidence> derived, EvidenceSet* set) {
 
 void AnalyzeNccl(EvidenceSet* set) {
     std::map<int, RankReport> by_rank;
+    std::map<int, std::set<std::string>> seqs_of_rank;
     std::vector<const Evidence*> unranked;
     bool first_collective = false;
     const Evidence* first_at = nullptr;
@@ -173,6 +174,7 @@ void AnalyzeNccl(EvidenceSet* set) {
             unranked.push_back(&e);
             continue;
         }
+        if (!r.seq.empty()) seqs_of_rank[*rank].insert(r.seq);
         auto [it, inserted] = by_rank.emplace(*rank, r);
         if (!inserted) {  // the same rank repeats its message (what(), abort): keep the fullest
             if (it->second.seq.empty() && !r.seq.empty()) it->second = r;
@@ -205,7 +207,14 @@ void AnalyzeNccl(EvidenceSet* set) {
             for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
             return out;
         };
-        if (seqs.size() > 1 || ops.size() > 1 || numel_differs) {
+        // One rank timing out at two SeqNums waits in more than one process group, and each
+        // group numbers its own collectives: the ranks' SeqNums and ops cannot be compared.
+        const bool several_groups =
+            std::any_of(seqs_of_rank.begin(), seqs_of_rank.end(),
+                        [](const auto& kv) { return kv.second.size() > 1; });
+        if (several_groups) {
+            // Neither a desync nor agreement: the timeout alone decides.
+        } else if (seqs.size() > 1 || ops.size() > 1 || numel_differs) {
             Evidence d = Derived("nccl-ranks-desync", at,
                                  "ranks " + JoinInts(ranks) +
                                      " timed out in different collectives (SeqNum " + join(seqs) +

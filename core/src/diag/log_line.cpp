@@ -53,7 +53,7 @@ std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; 
 // and tag optional after an ISO time ("2026-12-01 10:00:00,123 message") or after a time of day
 // alone ("19:14:43  NVRM: Xid ...", a paste that kept only the clock).
 bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
-    static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? [ 0-9]\d )"
+    static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? {1,2}\d{1,2} )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
                           PatternOptions());
     static const RE2 kIso(
@@ -90,12 +90,14 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     return true;
 }
 
-// "[Tue Dec  1 10:00:00 2026] " (dmesg -T), "[12345.678901] " (dmesg) or
+// "[Tue Dec  1 10:00:00 2026] " (dmesg -T; a web page collapses the day's padding, "Dec 1"),
+// "[12345.678901] " (dmesg) or
 // "[2026-04-22T21:26:20.599488292Z]: " (Talos), then the printk caller id "[T4242] " / "[C3] "
 // that CONFIG_PRINTK_CALLER adds.
 bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
-    static const RE2 kHuman(R"(\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4})\] ?)",
-                            PatternOptions());
+    static const RE2 kHuman(
+        R"(\[([A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\] ?)",
+        PatternOptions());
     static const RE2 kMono(
         R"(\[ *(\d+\.\d+|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:? ?)",
         PatternOptions());
