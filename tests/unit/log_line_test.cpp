@@ -157,6 +157,14 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     EXPECT_EQ(l.time, "2026-04-22T21:26:20.599488292Z");
     EXPECT_EQ(Message(talos, l), "NVRM: Xid 74");
 
+    // Slurm's daemons stamp their lines with an ISO time in brackets too: not the kernel's.
+    const std::string slurmd =
+        "[2020-10-08T13:33:42.999] error: gres_device_major: stat(/dev/nvidia0): No such file";
+    l = ParseLogLine(slurmd);
+    EXPECT_NE(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.time, "2020-10-08T13:33:42.999");
+    EXPECT_EQ(Message(slurmd, l), "error: gres_device_major: stat(/dev/nvidia0): No such file");
+
     // A word and a colon with no timestamp after it is the message, not a host.
     const std::string bare = "NVRM: Xid (PCI:0000:3b:00): 79";
     l = ParseLogLine(bare);

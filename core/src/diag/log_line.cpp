@@ -90,19 +90,26 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     return true;
 }
 
-// "[Tue Dec  1 10:00:00 2026] " (dmesg -T; a web page collapses the day's padding, "Dec 1"),
-// "[12345.678901] " (dmesg) or
-// "[2026-04-22T21:26:20.599488292Z]: " (Talos), then the printk caller id "[T4242] " / "[C3] "
-// that CONFIG_PRINTK_CALLER adds.
+// "[Tue Dec  1 10:00:00 2026] " (dmesg -T; a web page collapses the day's padding, "Dec 1") or
+// "[12345.678901] " (dmesg), then the printk caller id "[T4242] " / "[C3] " that
+// CONFIG_PRINTK_CALLER adds: the kernel's own times, true. An ISO time in brackets is consumed
+// too but says nothing of who wrote the line, false: Talos prints it after the kernel's decoded
+// facility ("kern: warning: [2026-04-22T21:26:20.599488292Z]: "), Slurm's daemons before
+// their own messages ("[2026-12-01T10:00:00.123] error: ...").
 bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kHuman(
         R"(\[([A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\] ?)",
         PatternOptions());
-    static const RE2 kMono(
-        R"(\[ *(\d+\.\d+|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:? ?)",
+    static const RE2 kMono(R"(\[ *(\d+\.\d+)\] ?)", PatternOptions());
+    static const RE2 kIso(
+        R"(\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:? ?)",
         PatternOptions());
     static const RE2 kCaller(R"(\[ *[TC]\d+\] ?)", PatternOptions());
     re2::StringPiece time;
+    if (Consume(line, pos, kIso, &time)) {
+        if (out->time.empty()) out->time = View(time);
+        return false;
+    }
     if (!Consume(line, pos, kMono, &time) && !Consume(line, pos, kHuman, &time)) return false;
     if (out->time.empty()) out->time = View(time);
     Consume(line, pos, kCaller);
