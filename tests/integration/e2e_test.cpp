@@ -899,7 +899,14 @@ TEST_F(AgentE2E, AnXidOnlyNvmlReportsRequeuesTheHungJobExcludingTheNode) {
     std::cout << "agent: NVML Xid event to requeue " << requeued_s << " s\n";
     EXPECT_LT(requeued_s, 5.0);
     EXPECT_EQ(ShowJob(*id)["ExcNodeList"], culprit);
-    EXPECT_THAT(AutohealLog(), HasSubstr("xid events: 0000:3b:00/79: faulty_gpu"));
+    // The agent logs what it did once the plan has run, a moment after the requeue Slurm shows.
+    EXPECT_TRUE(WaitUntil(
+        [] {
+            return AutohealLog().find("xid events: 0000:3b:00/79: faulty_gpu") !=
+                   std::string::npos;
+        },
+        std::chrono::seconds(10)))
+        << AutohealLog();
     std::ofstream(job.fault() + "-stop") << "";
     ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
                           std::chrono::seconds(60)))
@@ -1039,7 +1046,11 @@ TEST_F(AgentE2E, WithTheBreakerOpenTheAgentHoldsInsteadOfDraining) {
     ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
     EXPECT_THAT(ShowNode("node2")["State"], Not(HasSubstr("DRAIN")));
     EXPECT_THAT(ReadFile(ctld_log).substr(log_before), Not(HasSubstr("node node2 reason set to")));
-    EXPECT_THAT(AutohealLog(), HasSubstr("ALERT: breaker open"));
+    // Logged once the plan has run, which may be a moment after the requeue Slurm shows.
+    EXPECT_TRUE(WaitUntil(
+        [] { return AutohealLog().find("ALERT: breaker open") != std::string::npos; },
+        std::chrono::seconds(10)))
+        << AutohealLog();
     EXPECT_THAT(Query("SELECT DISTINCT action || ' ' || target FROM actions WHERE outcome = "
                       "'held'"),
                 ::testing::Contains("held node2"));
