@@ -98,6 +98,10 @@ std::string ReadFile(const std::string& path) {
 
 std::string AutohealLog() { return ReadFile(ClusterDir() + "/log/autoheal.log"); }
 
+bool WaitForAutohealLog(const std::string& text, std::chrono::milliseconds limit) {
+    return WaitUntil([&] { return AutohealLog().find(text) != std::string::npos; }, limit);
+}
+
 bool JobFinished(const std::string& id) {
     const std::string state = ShowJob(id)["JobState"];
     return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";

@@ -48,6 +48,10 @@ bool WaitUntil(const std::function<bool()>& pred,
 // Reads the whole autoheal log written by the prolog/epilog programs.
 std::string AutohealLog();
 
+// Polls the autoheal log until it holds `text` or the deadline passes.
+bool WaitForAutohealLog(const std::string& text,
+                        std::chrono::milliseconds limit = std::chrono::seconds(60));
+
 // A whole file; empty when it cannot be read.
 std::string ReadFile(const std::string& path);
 

@@ -618,9 +618,7 @@ TEST_F(E2E, BrokenRulesAndConfigKeepTheLastGoodOnes) {
     auto first = Track(Submit({"-N", "1"}, "#!/bin/bash\ntrue\n", &r));
     ASSERT_TRUE(first) << r.err;
     ASSERT_TRUE(WaitUntil([&] { return JobFinished(*first); }));
-    ASSERT_TRUE(WaitUntil([&] {
-        return AutohealLog().find("epilog-ctld: job=" + *first + " ") != std::string::npos;
-    }));
+    ASSERT_TRUE(WaitForAutohealLog("epilog-ctld: job=" + *first + " "));
     ASSERT_TRUE(fs::exists(StateDir() + "/last-good/rules.d/10-gpu.yaml"));
     ASSERT_TRUE(fs::exists(StateDir() + "/last-good/autoheal.yaml"));
 
@@ -900,12 +898,8 @@ TEST_F(AgentE2E, AnXidOnlyNvmlReportsRequeuesTheHungJobExcludingTheNode) {
     EXPECT_LT(requeued_s, 5.0);
     EXPECT_EQ(ShowJob(*id)["ExcNodeList"], culprit);
     // The agent logs what it did once the plan has run, a moment after the requeue Slurm shows.
-    EXPECT_TRUE(WaitUntil(
-        [] {
-            return AutohealLog().find("xid events: 0000:3b:00/79: faulty_gpu") !=
-                   std::string::npos;
-        },
-        std::chrono::seconds(10)))
+    EXPECT_TRUE(
+        WaitForAutohealLog("xid events: 0000:3b:00/79: faulty_gpu", std::chrono::seconds(10)))
         << AutohealLog();
     std::ofstream(job.fault() + "-stop") << "";
     ASSERT_TRUE(WaitUntil([&] { return ShowJob(*id)["JobState"] == "COMPLETED"; },
@@ -1047,9 +1041,7 @@ TEST_F(AgentE2E, WithTheBreakerOpenTheAgentHoldsInsteadOfDraining) {
     EXPECT_THAT(ShowNode("node2")["State"], Not(HasSubstr("DRAIN")));
     EXPECT_THAT(ReadFile(ctld_log).substr(log_before), Not(HasSubstr("node node2 reason set to")));
     // Logged once the plan has run, which may be a moment after the requeue Slurm shows.
-    EXPECT_TRUE(WaitUntil(
-        [] { return AutohealLog().find("ALERT: breaker open") != std::string::npos; },
-        std::chrono::seconds(10)))
+    EXPECT_TRUE(WaitForAutohealLog("ALERT: breaker open", std::chrono::seconds(10)))
         << AutohealLog();
     EXPECT_THAT(Query("SELECT DISTINCT action || ' ' || target FROM actions WHERE outcome = "
                       "'held'"),

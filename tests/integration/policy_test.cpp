@@ -429,9 +429,7 @@ TEST_F(PolicyScenario, AFailingIncidentStoreStillDrainsAndRequeuesAndSpoolsTheRu
     ASSERT_TRUE(id);
     const bool requeued =
         WaitUntil([&] { return ShowJob(*id)["Restarts"] == "1"; }, std::chrono::seconds(60));
-    const bool spooled = WaitUntil([&] {
-        return AutohealLog().find("store failing: run kept in the spool") != std::string::npos;
-    });
+    const bool spooled = WaitForAutohealLog("store failing: run kept in the spool");
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db);
     ASSERT_TRUE(requeued) << AutohealLog();
