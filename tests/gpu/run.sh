@@ -2,8 +2,9 @@
 # The real CUDA checks on a machine WITH NVIDIA GPUs (CI has none; run this by hand on a GPU
 # node). Builds the project into build-gpu/ (no Slurm daemons needed), runs every check of
 # libautoheal_cuda_checks.so on every GPU through tests/gpu/run_cuda_checks.cpp, then
-# `autoheal health` end to end, and prints a per-GPU summary. About 1-2 minutes on an 8-GPU
-# H100/H200 node; each GPU's checks are bounded by a timeout, so a hung GPU cannot stall it.
+# `autoheal health` end to end, then autoheal-agent's NVML reads with one real Xid
+# (tests/gpu/agent_nvml.sh, about 40 s), and prints a per-GPU summary. About 2-3 minutes on an
+# 8-GPU H100/H200 node; each GPU's checks are bounded by a timeout, so a hung GPU cannot stall it.
 #
 #   tests/gpu/run.sh                 build, run, summarize; exit 0 when every check passed
 #   BUILD_DIR=...                    build folder (default build-gpu)
@@ -11,7 +12,8 @@
 #   HEALTH_TIER=quick|full           the tier `autoheal health` runs (default quick)
 #   CUDA_VISIBLE_DEVICES=...         honoured: only those GPUs are tested
 #   AUTOHEAL_BIN=path                the autoheal program for the health step (e.g. one built
-#                                    on another machine, when this one cannot build the project)
+#                                    on another machine, when this one cannot build the project);
+#                                    the autoheal-agent beside it runs the agent check
 #   MODULE=path.so                   test this module and build nothing but the driver (e.g.
 #                                    build/fakes/cuda/libautoheal_cuda_fake.so, to try this
 #                                    script on a machine without GPUs)
@@ -66,7 +68,8 @@ build() {
             tail -30 "$build_dir/build.log"
             die "build failed (log: $build_dir/build.log)"
         fi
-        if cmake --build "$build_dir" -j "$jobs" --target autoheal >>"$build_dir/build.log" 2>&1; then
+        if cmake --build "$build_dir" -j "$jobs" --target autoheal autoheal-agent \
+            >>"$build_dir/build.log" 2>&1; then
             autoheal_bin=$build_dir/bin/autoheal
         else
             log "the autoheal program did not build; skipping the autoheal health step"
@@ -138,9 +141,20 @@ else
     log "autoheal health skipped (no $build_dir/bin/autoheal)"
 fi
 
+# --- autoheal-agent's NVML reads: Xid events, error counters (tests/gpu/agent_nvml.sh) -------
+agent_rc=0
+if [ -n "$autoheal_bin" ] && [ -x "$(dirname "$autoheal_bin")/autoheal-agent" ]; then
+    log "autoheal-agent with the real NVML and one real Xid 31"
+    tests/gpu/agent_nvml.sh "$(dirname "$autoheal_bin")"
+    agent_rc=$?
+else
+    log "the agent check skipped (no autoheal-agent beside $autoheal_bin)"
+fi
+
 # --- summary -----------------------------------------------------------------------------------
 echo
 "$driver" summary "$results"
 rc=$?
 log "results: $results; total $(($(date +%s) - start)) s"
+[ "$rc" -eq 0 ] && rc=$agent_rc
 exit $rc
