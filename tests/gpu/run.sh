@@ -3,7 +3,8 @@
 # node). Builds the project into build-gpu/ (no Slurm daemons needed), runs every check of
 # libautoheal_cuda_checks.so on every GPU through tests/gpu/run_cuda_checks.cpp, then
 # `autoheal health` end to end, then autoheal-agent's NVML reads with one real Xid
-# (tests/gpu/agent_nvml.sh, about 40 s), and prints a per-GPU summary. About 2-3 minutes on an
+# (tests/gpu/agent_nvml.sh, about 40 s) and what NVML's utilization shows the hang watch
+# (tests/gpu/hang_activity.sh, about 30 s), and prints a per-GPU summary. About 2-3 minutes on an
 # 8-GPU H100/H200 node; each GPU's checks are bounded by a timeout, so a hung GPU cannot stall it.
 #
 #   tests/gpu/run.sh                 build, run, summarize; exit 0 when every check passed
@@ -142,13 +143,18 @@ else
 fi
 
 # --- autoheal-agent's NVML reads: Xid events, error counters (tests/gpu/agent_nvml.sh) -------
-agent_rc=0
+extra_rc=0
 if [ -n "$autoheal_bin" ] && [ -x "$(dirname "$autoheal_bin")/autoheal-agent" ]; then
     log "autoheal-agent with the real NVML and one real Xid 31"
     tests/gpu/agent_nvml.sh "$(dirname "$autoheal_bin")"
-    agent_rc=$?
+    extra_rc=$?
 else
     log "the agent check skipped (no autoheal-agent beside $autoheal_bin)"
+fi
+# --- the hang watch's premise: NVML's utilization at rest, spinning and working -----------------
+if [ -n "$autoheal_bin" ]; then
+    log "NVML's utilization at rest, spinning on a flag, in GEMMs and copies"
+    tests/gpu/hang_activity.sh "$(dirname "$autoheal_bin")" || extra_rc=1
 fi
 
 # --- summary -----------------------------------------------------------------------------------
@@ -156,5 +162,5 @@ echo
 "$driver" summary "$results"
 rc=$?
 log "results: $results; total $(($(date +%s) - start)) s"
-[ "$rc" -eq 0 ] && rc=$agent_rc
+[ "$rc" -eq 0 ] && rc=$extra_rc
 exit $rc
