@@ -1,6 +1,7 @@
 // Golden tests: tests/fixtures/classify/NAME.log is classified and compared with NAME.json,
 // which lists only the keys it cares about (cause, actions, requeue, rule, culprit.gpu,
-// culprit.gpu_index, culprit.rank, culprit.node, and "node" / "job" / "history" inputs).
+// culprit.gpu_index, culprit.rank (null: none named), culprit.node, and "node" / "job" / "history"
+// inputs).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -78,7 +79,9 @@ TEST_P(ClassifyFixture, MatchesExpectation) {
             ASSERT_TRUE(d.culprit.gpu_index.has_value());
             EXPECT_EQ(*d.culprit.gpu_index, c["gpu_index"].get<int>());
         }
-        if (c.contains("rank")) {
+        if (c.contains("rank") && c["rank"].is_null()) {
+            EXPECT_FALSE(d.culprit.rank.has_value()) << "rank " << *d.culprit.rank;
+        } else if (c.contains("rank")) {
             ASSERT_TRUE(d.culprit.rank.has_value());
             EXPECT_EQ(*d.culprit.rank, c["rank"].get<int>());
         }

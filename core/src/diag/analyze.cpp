@@ -51,9 +51,10 @@ void FillHost(Evidence* e, const LogLine& line) {
 
 // The rank a line of a PyTorch job names: the "[rank3]:" prefix c10d's logger puts on every line
 // (PyTorch 2.2+), or ProcessGroupNCCL's "[Rank 3]" / "[PG 0 Rank 3]" / "[PG ID 0 PG GUID 0
-// Rank 3]" (ProcessGroupNCCL.cpp logPrefix()), when the signature did not read one itself.
+// Rank 3]" (ProcessGroupNCCL.cpp logPrefix()), when the signature did not read one itself. A line
+// that relays another rank's event (the signature reads `from_rank`) names no rank of its own.
 void FillRank(Evidence* e) {
-    if (e->Field("rank") || e->Field("grank")) return;
+    if (e->Field("rank") || e->Field("grank") || e->Field("from_rank")) return;
     static const RE2 kPrefix(R"(^\s*(?:> )?\[rank(\d+)\]:)");
     static const RE2 kLogPrefix(R"(\[(?:PG [^\]]*? )?Rank (\d+)\])");
     std::string rank;
