@@ -67,7 +67,9 @@ for _ in $(seq 60); do
 done
 sleep 2
 fault_ms=$(date +%s%3N)
-"$work/xid31" 0
+"$work/xid31" 0 &
+xid31_pid=$!
+wait "$xid31_pid"
 check "xid31 faulted with cudaErrorIllegalAddress" $?
 
 heard=""
@@ -91,7 +93,8 @@ fi
 ! grep -E 'counters: |xid events: (error|the stream ended|NVML)' "$work/autoheal.log" >&2
 check "the counter watch and the event stream read NVML without a change or an error" $?
 
-kernel=$(dmesg 2>/dev/null | grep 'NVRM: Xid' | tail -3)
+# Only this run's line: the node's kernel log may hold other Xids, and earlier runs' ones.
+kernel=$(dmesg 2>/dev/null | grep "NVRM: Xid .*: 31, pid=$xid31_pid, name=xid31" | tail -1)
 if [ -n "$kernel" ]; then
     log "the kernel's lines:"
     printf '%s\n' "$kernel" >&2

@@ -2,6 +2,7 @@
 // one that spins. autoheal-agent's hang watch takes a GPU as working only when both its
 // utilization and its memory utilization reach 5 % (agent/include/autoheal/agent/hang_watch.h):
 // a rank stuck in an NCCL collective keeps a kernel polling a flag, busy with memory at rest.
+//   gpu_activity pci                 prints the PCI bus id of the GPU the loads run on (device 0)
 //   gpu_activity spin|gemm|copy SECONDS
 //     spin  one block per SM polls a flag in device memory that never changes (a stuck collective)
 //     gemm  bf16 8192x8192 products through cuBLAS, back to back (a training step's bulk)
@@ -91,8 +92,14 @@ int Copy(double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 2 && std::strcmp(argv[1], "pci") == 0) {
+        char bus[32] = {};
+        if (!Ok(cudaDeviceGetPCIBusId(bus, sizeof bus, 0), "cudaDeviceGetPCIBusId")) return 1;
+        std::printf("%s\n", bus);
+        return 0;
+    }
     if (argc != 3) {
-        std::fprintf(stderr, "usage: gpu_activity spin|gemm|copy SECONDS\n");
+        std::fprintf(stderr, "usage: gpu_activity pci | gpu_activity spin|gemm|copy SECONDS\n");
         return 2;
     }
     const double seconds = std::atof(argv[2]);

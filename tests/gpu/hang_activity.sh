@@ -21,12 +21,20 @@ nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 printf 'health:\n  nvml_library: %s\n  cuda_module: %s/none.so\n' \
     "${NVML_LIBRARY:-libnvidia-ml.so.1}" "$work" >"$work/autoheal.yaml"
 
-# Prints "util mem" of GPU 0 as autoheal's snapshot reads it.
+# The loads run on CUDA's device 0; NVML numbers GPUs its own way (and ignores
+# CUDA_VISIBLE_DEVICES): the snapshot's GPU is the one with that PCI bus id.
+pci=$("$work/gpu_activity" pci) || { log "no CUDA device"; exit 2; }
+log "the loads run on the GPU at $pci"
+
+# Prints "util mem" of that GPU as autoheal's snapshot reads it.
 sample() {
     AUTOHEAL_CONFIG=$work/autoheal.yaml "$bin_dir/autoheal" health --tier quick --json \
         | python3 -c 'import json, sys
-g = json.load(sys.stdin)["snapshot"]["gpus"][0]
-print(g.get("utilization_gpu", "-"), g.get("utilization_memory", "-"))'
+def key(bus):  # "0000:3B:00.0" and "00000000:3b:00.0" alike
+    domain, rest = bus.lower().split(":", 1)
+    return int(domain, 16), rest
+g = [g for g in json.load(sys.stdin)["snapshot"]["gpus"] if key(g["pci_bus_id"]) == key(sys.argv[1])][0]
+print(g.get("utilization_gpu", "-"), g.get("utilization_memory", "-"))' "$pci"
 }
 
 fail=0
