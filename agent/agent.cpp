@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -42,6 +43,23 @@ std::string ShortHostname() {
     std::string h = host;
     return h.substr(0, h.find('.'));
 }
+
+// A kernel-log fault whose rule does not interrupt jobs (an Xid 13 of the job's own kernel, a
+// corrected error) is the job epilog's to weigh; the agent says it saw one, at most once in 10 s
+// per rule, so that a storm of corrected errors cannot flood its log.
+class QuietFaults {
+  public:
+    bool Say(const std::string& rule) {
+        const auto now = std::chrono::steady_clock::now();
+        auto [it, first] = said_.try_emplace(rule, now);
+        if (!first && now - it->second < std::chrono::seconds(10)) return false;
+        it->second = now;
+        return true;
+    }
+
+  private:
+    std::map<std::string, std::chrono::steady_clock::time_point> said_;  // one per rule at most
+};
 
 // Where the node's slurmd keeps its step sockets (node_jobs.h), asked of slurmctld until it
 // answers, at most once a minute; until then the node's jobs come from the whole job table.
@@ -85,6 +103,7 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
         static_cast<int>(ac.poll_seconds * 1000), ac.sample_seconds, ac.counter_seconds);
     const auto poll = std::chrono::milliseconds(static_cast<int>(ac.poll_seconds * 1000));
     auto next_beat = std::chrono::steady_clock::now();
+    QuietFaults quiet;
     while (g_stop == 0) {
         FindSlurmdSpoolDir(slurm, &env, &next_spool_try);
         auto lines = follower.Poll();
@@ -94,6 +113,12 @@ int Run(const rem::ProgramStart& start, const std::string& node) {
             const agent::FaultHandled h = agent::HandleKernelLines(env, *lines);
             xid_events.Handled(h.xids);
             if (h.interrupting) heartbeat.SawFault(h.rule, clock.Now());
+            if (!h.interrupting && !h.rule.empty() && quiet.Say(h.rule)) {
+                spdlog::info(
+                    "autoheal: agent: kernel log: {} ({}): does not interrupt jobs; left "
+                    "to the job's epilog",
+                    h.cause, h.rule);
+            }
             for (const std::string& d : h.done) {
                 spdlog::warn("autoheal: agent: {} ({}): {}", h.cause, h.rule, d);
             }

@@ -19,7 +19,6 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "e2e_harness.h"
 #include "http_server.h"
@@ -956,8 +955,16 @@ TEST_F(AgentE2E, AgentLeavesAJobRunningOnXid13) {
     ASSERT_TRUE(WaitUntil(
         [&] { return ReadFile(job.output(*id)).find("checkpoint 5") != std::string::npos; }));
     const std::string node = Nodes(ShowJob(*id)["NodeList"]).back();
+    const std::size_t seen = AutohealLog().size();
     InjectKernel(node, Xid(13, "0000:3b:00", "Graphics SM Warp Exception on (GPC 0, TPC 0)"));
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    // The agent says it read the line and left it to the epilog; then nothing may have changed.
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+            return AutohealLog().find("kernel log: user_error (xid-app-fault): does not interrupt",
+                                      seen) != std::string::npos;
+        },
+        std::chrono::seconds(10)))
+        << AutohealLog().substr(seen);
     EXPECT_EQ(ShowJob(*id)["JobState"], "RUNNING");
     EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
     EXPECT_EQ(ShowNode(node)["Reason"], "");
