@@ -98,8 +98,9 @@ std::string ReadFile(const std::string& path) {
 
 std::string AutohealLog() { return ReadFile(ClusterDir() + "/log/autoheal.log"); }
 
-bool WaitForAutohealLog(const std::string& text, std::chrono::milliseconds limit) {
-    return WaitUntil([&] { return AutohealLog().find(text) != std::string::npos; }, limit);
+bool WaitForAutohealLog(const std::string& text, std::chrono::milliseconds limit,
+                        std::size_t from) {
+    return WaitUntil([&] { return AutohealLog().find(text, from) != std::string::npos; }, limit);
 }
 
 bool JobFinished(const std::string& id) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
@@ -48,9 +49,11 @@ bool WaitUntil(const std::function<bool()>& pred,
 // Reads the whole autoheal log written by the prolog/epilog programs.
 std::string AutohealLog();
 
-// Polls the autoheal log until it holds `text` or the deadline passes.
+// Polls the autoheal log until it holds `text` (at or after byte `from`: what was written since a
+// size taken with AutohealLog().size()) or the deadline passes.
 bool WaitForAutohealLog(const std::string& text,
-                        std::chrono::milliseconds limit = std::chrono::seconds(60));
+                        std::chrono::milliseconds limit = std::chrono::seconds(60),
+                        std::size_t from = 0);
 
 // A whole file; empty when it cannot be read.
 std::string ReadFile(const std::string& path);

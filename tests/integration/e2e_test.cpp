@@ -958,12 +958,8 @@ TEST_F(AgentE2E, AgentLeavesAJobRunningOnXid13) {
     const std::size_t seen = AutohealLog().size();
     InjectKernel(node, Xid(13, "0000:3b:00", "Graphics SM Warp Exception on (GPC 0, TPC 0)"));
     // The agent says it read the line and left it to the epilog; then nothing may have changed.
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-            return AutohealLog().find("kernel log: user_error (xid-app-fault): does not interrupt",
-                                      seen) != std::string::npos;
-        },
-        std::chrono::seconds(10)))
+    ASSERT_TRUE(WaitForAutohealLog("kernel log: user_error (xid-app-fault): does not interrupt",
+                                   std::chrono::seconds(10), seen))
         << AutohealLog().substr(seen);
     EXPECT_EQ(ShowJob(*id)["JobState"], "RUNNING");
     EXPECT_EQ(ShowJob(*id)["Restarts"], "0");
