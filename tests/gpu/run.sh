@@ -2,8 +2,8 @@
 # The real CUDA checks on a machine WITH NVIDIA GPUs (CI has none; run this by hand on a GPU
 # node). Builds the project into build-gpu/ (no Slurm daemons needed), runs every check of
 # libautoheal_cuda_checks.so on every GPU through tests/gpu/run_cuda_checks.cpp, then
-# `autoheal health` end to end, then autoheal-agent's NVML reads with one real Xid
-# (tests/gpu/agent_nvml.sh, about 40 s) and what NVML's utilization shows the hang watch
+# `autoheal health` end to end, then autoheal-agent's NVML reads and kernel-log reader with real
+# application Xids (tests/gpu/agent_nvml.sh, about 75 s) and what NVML's utilization shows the hang watch
 # (tests/gpu/hang_activity.sh, about 30 s), and prints a per-GPU summary. About 2-3 minutes on an
 # 8-GPU H100/H200 node; each GPU's checks are bounded by a timeout, so a hung GPU cannot stall it.
 #
@@ -142,10 +142,10 @@ else
     log "autoheal health skipped (no $build_dir/bin/autoheal)"
 fi
 
-# --- autoheal-agent's NVML reads: Xid events, error counters (tests/gpu/agent_nvml.sh) -------
+# --- autoheal-agent: NVML's Xid events, error counters, /dev/kmsg (tests/gpu/agent_nvml.sh) --
 extra_rc=0
 if [ -n "$autoheal_bin" ] && [ -x "$(dirname "$autoheal_bin")/autoheal-agent" ]; then
-    log "autoheal-agent with the real NVML and one real Xid 31"
+    log "autoheal-agent with the real NVML and kernel log, and real application Xids"
     tests/gpu/agent_nvml.sh "$(dirname "$autoheal_bin")"
     extra_rc=$?
 else
