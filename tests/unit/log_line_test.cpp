@@ -251,10 +251,13 @@ TEST(LogLine, KernelRecordsAreTheKernelsOwnOrADriverSpeaking) {
         IsKernelRecord("[12345.678901] mce: [Hardware Error]: Machine check events logged"));
     EXPECT_TRUE(IsKernelRecord("NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable DBE error"));
     EXPECT_TRUE(IsKernelRecord("node1: mlx5_core 0000:5e:00.0: device's health compromised"));
+    EXPECT_TRUE(IsKernelRecord(
+        "amdgpu 0000:c1:00.0: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!"));
     // Another program's record, and a job's line quoting the driver, are not.
     EXPECT_FALSE(IsKernelRecord("Dec  1 10:00:00 node1 alice: NVRM: Xid (PCI:0000:3b:00): 79"));
     EXPECT_FALSE(IsKernelRecord("RuntimeError: CUDA error: an illegal memory access"));
     EXPECT_FALSE(IsKernelRecord("grep found: NVRM: Xid (PCI:0000:3b:00): 79"));
+    EXPECT_FALSE(IsKernelRecord("[rank0]: amdgpu 0000:c1:00.0: uncorrectable hardware error"));
 }
 
 }  // namespace

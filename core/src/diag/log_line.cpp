@@ -160,10 +160,11 @@ bool ConsumeDmesgFacility(std::string_view line, std::size_t* pos, LogLine* out)
 }
 
 // Text a driver starts its messages with. Found anywhere but where the message starts, it is a
-// quotation (a task or file name), not the driver speaking.
-constexpr std::array<std::string_view, 8> kDriverPrefixes = {
-    "NVRM:",          "nvidia-nvswitch", "mlx5_core",       "mlx5_ib",
-    "nvidia-peermem", "nvidia-uvm:",     "nvidia-modeset:", "NVSwitch:"};
+// quotation (a task or file name), not the driver speaking. amdgpu's dev_* messages start with
+// the driver and the device ("amdgpu 0000:c1:00.0: ...").
+constexpr std::array<std::string_view, 9> kDriverPrefixes = {
+    "NVRM:",       "nvidia-nvswitch", "mlx5_core", "mlx5_ib", "nvidia-peermem",
+    "nvidia-uvm:", "nvidia-modeset:", "NVSwitch:", "amdgpu 0"};
 
 std::size_t FirstDriverText(std::string_view line, std::size_t from, std::size_t to) {
     std::size_t best = std::string_view::npos;
