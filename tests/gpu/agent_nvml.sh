@@ -49,9 +49,9 @@ CONF
 export SLURM_CONF=$work/slurm.conf AUTOHEAL_CONFIG=$work/autoheal.yaml
 export AUTOHEAL_RULES_DIR=${AUTOHEAL_RULES_DIR:-$PWD/etc/rules.d}
 
-# round NAME KERNEL_LOG AFTER FAULT: runs the agent with that kernel log, makes the fault 2 s after
-# its first round of Slurm calls failed, stops the agent AFTER seconds later, and sets $agent_log, $fault_ms, $fault_pid
-# and $kernel_before (how many lines dmesg held before the fault).
+# round NAME KERNEL_LOG AFTER FAULT: runs the agent with that kernel log, makes the fault 2 s
+# after its first round of Slurm calls failed, stops the agent AFTER seconds later, and sets
+# $agent_log, $fault_ms, $fault_pid and $kernel_before (how many lines dmesg held before the fault).
 round() {
     local name=$1 kernel_log=$2 after=$3 fault=$4 agent
     mkdir -p "$work/$name"
@@ -120,7 +120,8 @@ grep -q 'xid events: .*/31: user_error' <<<"$heard"
 check "nvml: the agent named it the application's (user_error)" $?
 if [ -n "$heard" ]; then
     heard_ms=$(date -d "$(cut -d' ' -f1 <<<"$heard")" +%s%3N)
-    log "nvml: the agent knew $((heard_ms - fault_ms)) ms after the fault (1 s of it: the hold that lets the kernel log's line win)"
+    log "nvml: the agent knew $((heard_ms - fault_ms)) ms after the fault" \
+        "(1 s of it: the hold that lets the kernel log's line win)"
 fi
 ! grep -E 'counters: |xid events: (error|the stream ended|NVML)' "$agent_log" >&2
 check "nvml: the counter watch and the event stream read NVML without a change or an error" $?

@@ -20,7 +20,8 @@ __global__ void ReadMisaligned(const char* base, int* out) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 2 || (std::strcmp(argv[1], "null") != 0 && std::strcmp(argv[1], "misaligned") != 0)) {
+    if (argc < 2 ||
+        (std::strcmp(argv[1], "null") != 0 && std::strcmp(argv[1], "misaligned") != 0)) {
         std::fprintf(stderr, "usage: app_fault null|misaligned [DEVICE]\n");
         return 2;
     }

@@ -3,8 +3,8 @@
 # node). Builds the project into build-gpu/ (no Slurm daemons needed), runs every check of
 # libautoheal_cuda_checks.so on every GPU through tests/gpu/run_cuda_checks.cpp, then
 # `autoheal health` end to end, then autoheal-agent's NVML reads and kernel-log reader with real
-# application Xids (tests/gpu/agent_nvml.sh, about 75 s) and what NVML's utilization shows the hang watch
-# (tests/gpu/hang_activity.sh, about 30 s), and prints a per-GPU summary. About 2-3 minutes on an
+# application Xids (tests/gpu/agent_nvml.sh, about 75 s) and what NVML's utilization shows the
+# hang watch (tests/gpu/hang_activity.sh, about 30 s), and prints a per-GPU summary. About 2-3 minutes on an
 # 8-GPU H100/H200 node; each GPU's checks are bounded by a timeout, so a hung GPU cannot stall it.
 #
 #   tests/gpu/run.sh                 build, run, summarize; exit 0 when every check passed
