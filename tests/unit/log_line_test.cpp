@@ -94,6 +94,17 @@ TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
     EXPECT_EQ(l.origin, LineOrigin::kKernel);
     EXPECT_EQ(Message(mono, l), "NVRM: Xid 79");
 
+    // dmesg's other time formats, as this machine's util-linux 2.38 prints them: -H (a minute,
+    // then each record's gap to the one before), -d, --time-format delta, -T -d.
+    for (const std::string prefix :
+         {"[Dec 4 19:42] ", "[Dec14 19:42] ", "[  +0.000012] ", "[   12.000000 <    0.000012>] ",
+          "[<    0.000012>] ", "[Tue Dec  1 10:00:00 2026 <    0.000012>] "}) {
+        const std::string line = prefix + "NVRM: Xid 79";
+        l = ParseLogLine(line);
+        EXPECT_EQ(l.origin, LineOrigin::kKernel) << line;
+        EXPECT_EQ(Message(line, l), "NVRM: Xid 79") << line;
+    }
+
     const std::string pri = "<4>[  12.000000] mlx5_core 0000:17:00.0: Port: 1 Link DOWN";
     l = ParseLogLine(pri);
     EXPECT_EQ(l.facility, 0);

@@ -91,16 +91,20 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
 }
 
 // "[Tue Dec  1 10:00:00 2026] " (dmesg -T; a web page collapses the day's padding, "Dec 1") or
-// "[12345.678901] " (dmesg), then the printk caller id "[T4242] " / "[C3] " that
-// CONFIG_PRINTK_CALLER adds: the kernel's own times, true. An ISO time in brackets is consumed
-// too but says nothing of who wrote the line, false: Talos prints it after the kernel's decoded
-// facility ("kern: warning: [2026-04-22T21:26:20.599488292Z]: "), Slurm's daemons before
-// their own messages ("[2026-12-01T10:00:00.123] error: ...").
+// "[12345.678901] " (dmesg), each with the gap to the record before when -d adds it
+// ("[12345.678901 <    0.000012>] ", "[<    0.000012>] " for --time-format delta), or dmesg -H's
+// relative times ("[Dec 4 19:42] " opens each minute, "[  +0.000012] " follows), then the printk
+// caller id "[T4242] " / "[C3] " that CONFIG_PRINTK_CALLER adds: the kernel's own times, true. An
+// ISO time in brackets is consumed too but says nothing of who wrote the line, false: Talos prints
+// it after the kernel's decoded facility ("kern: warning: [2026-04-22T21:26:20.599488292Z]: "),
+// Slurm's daemons before their own messages ("[2026-12-01T10:00:00.123] error: ...").
 bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
-    static const RE2 kHuman(
-        R"(\[([A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\] ?)",
-        PatternOptions());
-    static const RE2 kMono(R"(\[ *(\d+\.\d+)\] ?)", PatternOptions());
+    static const RE2 kHuman(R"(\[([A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}))"
+                            R"((?: < *\d+\.\d+>)?\] ?)",
+                            PatternOptions());
+    static const RE2 kMono(R"(\[ *\+?(\d+\.\d+)(?: < *\d+\.\d+>)?\] ?)", PatternOptions());
+    static const RE2 kDelta(R"(\[< *(\d+\.\d+)>\] ?)", PatternOptions());
+    static const RE2 kMinute(R"(\[([A-Z][a-z]{2} ?\d{1,2} \d\d:\d\d)\] ?)", PatternOptions());
     static const RE2 kIso(
         R"(\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:? ?)",
         PatternOptions());
@@ -110,7 +114,10 @@ bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
         if (out->time.empty()) out->time = View(time);
         return false;
     }
-    if (!Consume(line, pos, kMono, &time) && !Consume(line, pos, kHuman, &time)) return false;
+    if (!Consume(line, pos, kMono, &time) && !Consume(line, pos, kHuman, &time) &&
+        !Consume(line, pos, kDelta, &time) && !Consume(line, pos, kMinute, &time)) {
+        return false;
+    }
     if (out->time.empty()) out->time = View(time);
     Consume(line, pos, kCaller);
     return true;
