@@ -129,6 +129,27 @@ TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
     EXPECT_EQ(Message(logging, l), "INFO trainer: step 12 done");
     const std::string clock_logging = "12:00:01 WARNING root: retrying";
     EXPECT_EQ(ParseLogLine(clock_logging).host, "");
+    // journald's other short forms: -o short-full, short-unix, short-monotonic, short-delta.
+    for (const std::string prefix :
+         {"Tue 2026-12-01 10:00:00 UTC node7 kernel: ",
+          "Tue 2026-12-01 10:00:00.123456 CET node7 kernel: ", "1764583200.123456 node7 kernel: ",
+          "[ 1234.567890] node7 kernel: ", "[ 1234.567890 <    0.000012>] node7 kernel: "}) {
+        const std::string line = prefix + "NVRM: Xid 79";
+        l = ParseLogLine(line);
+        EXPECT_EQ(l.host, "node7") << line;
+        EXPECT_EQ(l.origin, LineOrigin::kKernel) << line;
+        EXPECT_EQ(Message(line, l), "NVRM: Xid 79") << line;
+    }
+    const std::string journal_process = "[ 1234.567890] node7 slurmd[4242]: error: boom";
+    l = ParseLogLine(journal_process);
+    EXPECT_EQ(l.origin, LineOrigin::kProcess);
+    EXPECT_EQ(Message(journal_process, l), "error: boom");
+    // The kernel's own "subsystem device: " after a dmesg time is the message, not a host.
+    const std::string aer = "[ 1234.567890] pcieport 0000:00:01.0: AER: Uncorrected error";
+    l = ParseLogLine(aer);
+    EXPECT_EQ(l.host, "");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(aer, l), "pcieport 0000:00:01.0: AER: Uncorrected error");
     const std::string clock_host = "19:14:43.250 node7 kernel: NVRM: Xid 79";
     l = ParseLogLine(clock_host);
     EXPECT_EQ(l.host, "node7");

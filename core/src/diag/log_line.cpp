@@ -51,7 +51,8 @@ std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; 
 // month is the locale's abbreviation, strftime's %b, in UTF-8: "kwi", "Dez", "janv.") or
 // "2026-12-01T10:00:00[.123][Z|+0000] host tag[pid]: " (journald short-iso, RFC 3339), the host
 // and tag optional after an ISO time ("2026-12-01 10:00:00,123 message") or after a time of day
-// alone ("19:14:43  NVRM: Xid ...", a paste that kept only the clock).
+// alone ("19:14:43  NVRM: Xid ...", a paste that kept only the clock); journald's short-full
+// ("Tue 2026-12-01 10:00:00 UTC host tag: ") and short-unix ("1764583200.123456 host tag: ").
 bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? {1,2}\d{1,2} )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
@@ -60,11 +61,16 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
         R"((\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)(?: +|:? +|$))",
         PatternOptions());
     static const RE2 kClock(R"((\d\d:\d\d:\d\d(?:[.,]\d+)?) +)", PatternOptions());
+    static const RE2 kFull(R"(([A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? )"
+                           R"([A-Za-z+-][A-Za-z0-9+/_-]*) +)",
+                           PatternOptions());
+    static const RE2 kUnix(R"((\d{9,10}\.\d{6}) +)", PatternOptions());
     static const RE2 kHostTag(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(?:\[\d+\])?: ?)",
                               PatternOptions());
     re2::StringPiece time, host, tag;
     const bool bsd = Consume(line, pos, kBsd, &time);
-    if (!bsd && !Consume(line, pos, kIso, &time) && !Consume(line, pos, kClock, &time)) {
+    if (!bsd && !Consume(line, pos, kIso, &time) && !Consume(line, pos, kClock, &time) &&
+        !Consume(line, pos, kFull, &time) && !Consume(line, pos, kUnix, &time)) {
         return false;
     }
     out->time = View(time);
@@ -120,6 +126,23 @@ bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
     }
     if (out->time.empty()) out->time = View(time);
     Consume(line, pos, kCaller);
+    return true;
+}
+
+// "host kernel: " or "host tag[pid]: " after a monotonic time: journald's short-monotonic
+// ("[ 1234.567890] host kernel: ") and short-delta. Only the tag `kernel` or a tag with a pid is
+// taken, as the kernel's own messages have the shape "word word: " too ("usb 1-1: ",
+// "pcieport 0000:00:01.0: ").
+bool ConsumeJournalHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
+    static const RE2 kHostTag(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(\[\d+\])?: ?)",
+                              PatternOptions());
+    std::size_t after = *pos;
+    re2::StringPiece host, tag, pid;
+    if (!Consume(line, &after, kHostTag, &host, &tag, &pid)) return false;
+    if (View(tag) != "kernel" && pid.empty()) return false;
+    out->host = View(host);
+    out->tag = View(tag);
+    *pos = after;
     return true;
 }
 
@@ -231,6 +254,7 @@ LogLine ParseLogLine(std::string_view line) {
     ConsumeDmesgFacility(line, &pos, &out);
     const bool stamped = ConsumeTimeHostTag(line, &pos, &out);
     const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
+    if (dmesg && !stamped) ConsumeJournalHostTag(line, &pos, &out);
     const bool decoded = out.facility >= 0;
     // "node1: NVRM: Xid ..." (pdsh over dmesg without times) names a host too; "NVRM: Xid ..."
     // and "kernel: ..." do not.
