@@ -105,6 +105,21 @@ TEST(LogLine, DmesgTimesCallerIdsAndPlainIso) {
         EXPECT_EQ(Message(line, l), "NVRM: Xid 79") << line;
     }
 
+    // RFC 5424 (rsyslog's RSYSLOG_SyslogProtocol23Format): the PRI's facility names the writer.
+    const std::string ietf =
+        "<4>1 2026-12-01T10:00:00.123456+00:00 node7 kernel - - - NVRM: Xid (PCI:0000:3b:00): 79";
+    l = ParseLogLine(ietf);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.host, "node7");
+    EXPECT_EQ(l.time, "2026-12-01T10:00:00.123456+00:00");
+    EXPECT_EQ(Message(ietf, l), "NVRM: Xid (PCI:0000:3b:00): 79");
+    const std::string ietf_user =
+        "<14>1 2026-12-01T10:00:00Z node7 python 4242 - [meta x=\"1\"] NVRM: Xid 79";
+    l = ParseLogLine(ietf_user);
+    EXPECT_EQ(l.origin, LineOrigin::kProcess);
+    EXPECT_EQ(l.tag, "python");
+    EXPECT_EQ(Message(ietf_user, l), "NVRM: Xid 79");
+
     const std::string pri = "<4>[  12.000000] mlx5_core 0000:17:00.0: Port: 1 Link DOWN";
     l = ParseLogLine(pri);
     EXPECT_EQ(l.facility, 0);

@@ -171,6 +171,22 @@ bool ConsumePri(std::string_view line, std::size_t* pos, LogLine* out) {
     return true;
 }
 
+// RFC 5424's header after its "<PRI>": "1 2026-12-01T10:00:00.123+00:00 host app procid msgid
+// [structured data] " ("-" for a field left out), as rsyslog's RSYSLOG_SyslogProtocol23Format and
+// syslog-ng's IETF syslog write it: the time, the host and the writer (the facility of the PRI
+// decides whether it is the kernel).
+bool ConsumeRfc5424Header(std::string_view line, std::size_t* pos, LogLine* out) {
+    static const RE2 kHeader(R"(1 (\d{4}-\d\d-\d\dT\S+|-) (\S+) (\S+) \S+ \S+ )"
+                             R"((?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$))",
+                             PatternOptions());
+    re2::StringPiece time, host, app;
+    if (!Consume(line, pos, kHeader, &time, &host, &app)) return false;
+    if (time != "-") out->time = View(time);
+    if (host != "-") out->host = View(host);
+    if (app != "-") out->tag = View(app);
+    return true;
+}
+
 // "kern  :err   : " (dmesg -x), "kern: warning: " (Talos): facility and level by name.
 bool ConsumeDmesgFacility(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kDecoded(R"((kern|user|mail|daemon|auth|syslog|lpr|news) *: *)"
@@ -250,7 +266,7 @@ LogLine ParseLogLine(std::string_view line) {
     }
     const std::size_t before_host = pos;
     const bool pdsh = ConsumePdshHost(line, &pos, &out);
-    ConsumePri(line, &pos, &out);
+    if (ConsumePri(line, &pos, &out)) ConsumeRfc5424Header(line, &pos, &out);
     ConsumeDmesgFacility(line, &pos, &out);
     const bool stamped = ConsumeTimeHostTag(line, &pos, &out);
     const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
