@@ -47,6 +47,13 @@ bool Consume(std::string_view line, std::size_t* pos, const RE2& re, Args*... ar
 
 std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; }
 
+// "host tag[pid]: " after a syslog or journald time: the host, the tag and its pid.
+const RE2& HostTag() {
+    static const RE2 re(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(\[\d+\])?: ?)",
+                        PatternOptions());
+    return re;
+}
+
 // "Dec  1 10:00:00[.123456] host tag[pid]: " (RFC 3164, journald short and short-precise; the
 // month is the locale's abbreviation, strftime's %b, in UTF-8: "kwi", "Dez", "janv.") or
 // "2026-12-01T10:00:00[.123][Z|+0000] host tag[pid]: " (journald short-iso, RFC 3339), the host
@@ -65,9 +72,7 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
                            R"([A-Za-z+-][A-Za-z0-9+/_-]*) +)",
                            PatternOptions());
     static const RE2 kUnix(R"((\d{9,10}\.\d{6}) +)", PatternOptions());
-    static const RE2 kHostTag(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(?:\[\d+\])?: ?)",
-                              PatternOptions());
-    re2::StringPiece time, host, tag;
+    re2::StringPiece time, host, tag, pid;
     const bool bsd = Consume(line, pos, kBsd, &time);
     if (!bsd && !Consume(line, pos, kIso, &time) && !Consume(line, pos, kClock, &time) &&
         !Consume(line, pos, kFull, &time) && !Consume(line, pos, kUnix, &time)) {
@@ -75,7 +80,7 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     }
     out->time = View(time);
     const std::size_t before_host = *pos;
-    if (Consume(line, pos, kHostTag, &host, &tag)) {
+    if (Consume(line, pos, HostTag(), &host, &tag, &pid)) {
         // "2024-10-09 15:47:38.568412: E path/file.cc:1170] " (TensorFlow, XLA, absl logging):
         // a severity letter and a source line, no host.
         // "2024-10-09 15:47:38,123 INFO trainer: " (Python's logging, "%(asctime)s %(levelname)s
@@ -134,11 +139,9 @@ bool ConsumeDmesgTime(std::string_view line, std::size_t* pos, LogLine* out) {
 // taken, as the kernel's own messages have the shape "word word: " too ("usb 1-1: ",
 // "pcieport 0000:00:01.0: ").
 bool ConsumeJournalHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
-    static const RE2 kHostTag(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(\[\d+\])?: ?)",
-                              PatternOptions());
     std::size_t after = *pos;
     re2::StringPiece host, tag, pid;
-    if (!Consume(line, &after, kHostTag, &host, &tag, &pid)) return false;
+    if (!Consume(line, &after, HostTag(), &host, &tag, &pid)) return false;
     if (View(tag) != "kernel" && pid.empty()) return false;
     out->host = View(host);
     out->tag = View(tag);
