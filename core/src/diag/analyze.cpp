@@ -84,14 +84,14 @@ std::string NvlinkClass(std::uint32_t reg) {
 }
 
 // Xid 74 and 144-150 lines end with seven hex registers: "(0x025001c6 0x00000000 ...)" or
-// "(0x..., 0x0, ...)".
+// "(0x..., 0x0, ...)"; a paste that lost the closing parenthesis at the end still gives them.
 void DecodeNvlinkRegisters(Evidence* e) {
     auto xid = e->Field("xid");
     if (!xid) return;
     const int code = std::atoi(std::string(*xid).c_str());
     if (code != 74 && (code < 144 || code > 150)) return;
     static const RE2 kRegs(
-        R"(\((0x[0-9a-fA-F]+)[, ]+(0x[0-9a-fA-F]+)((?:[, ]+0x[0-9a-fA-F]+)*)\))");
+        R"(\((0x[0-9a-fA-F]+)[, ]+(0x[0-9a-fA-F]+)((?:[, ]+0x[0-9a-fA-F]+)*)(?:\)|\s*$))");
     std::string r0, r1, rest;
     if (!RE2::PartialMatch(e->text, kRegs, &r0, &r1, &rest)) return;
     const auto reg0 = static_cast<std::uint32_t>(std::strtoul(r0.c_str(), nullptr, 16));
