@@ -164,6 +164,9 @@ Result<bool> MemorySlurmClient::RequestReboot(const std::string& node, const std
     n.reboot_pending = true;
     n.reason = reason;
     n.reason_time = now_;
+    // As slurmctld does for ASAP (proc_req.c, _slurm_rpc_reboot_nodes): drained until it reboots.
+    if (!n.drained) n.state += "+DRAIN";
+    n.drained = true;
     return true;
 }
 

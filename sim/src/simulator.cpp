@@ -480,8 +480,10 @@ void AutohealFault(const Run& r, Mode* m, AutohealWorld* world, SimResult* out, 
     ev.excluded = world->slurm().job(world->job_id()).exc_nodes;
     for (const remediation::NodePlan& p : d.plans) {
         if (Has(p.actions, "rma_ticket") && !Has(p.held, "rma_ticket")) ++res.rmas;
-        if (!Has(p.actions, "drain") || Has(p.held, "drain")) continue;
+        // A reboot (scontrol reboot ASAP) keeps the node out until it is back, as a drain does.
+        const bool drain = Has(p.actions, "drain") && !Has(p.held, "drain");
         const bool reboot = Has(p.actions, "reboot") && !Has(p.held, "reboot");
+        if (!drain && !reboot) continue;
         ev.taken_out.push_back(p.node);
         if (reboot) ev.rebooted.push_back(p.node);
         m->out_until[p.node] = decided + r.Stage(reboot ? "reboot" : "repair");

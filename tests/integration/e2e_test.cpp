@@ -32,7 +32,7 @@ using ::testing::Not;
 
 class E2E : public ScenarioTest {};
 
-// 1. Xid 79 mid-job: the node is drained and rebooted per the rules, the job requeued once
+// 1. Xid 79 mid-job: the node is rebooted per the rules (drained until then), the job requeued once
 //    excluding it, resumed from its last complete checkpoint, and completed.
 TEST_F(E2E, Xid79MidJobRequeuesOnceExcludingTheNodeAndResumes) {
     TrainingJob job{"xid79"};
@@ -58,12 +58,11 @@ TEST_F(E2E, Xid79MidJobRequeuesOnceExcludingTheNodeAndResumes) {
     EXPECT_THAT(out, HasSubstr("last=[autoheal: requeued 1/3 after faulty_gpu on " + culprit));
     EXPECT_THAT(out, HasSubstr("excluded=[" + culprit + "]"));
     EXPECT_THAT(out, HasSubstr("completed at step 60"));
-    // Drained, then rebooted (the lab's RebootProgram ran for that node).
+    // Rebooted (the lab's RebootProgram ran for that node).
     EXPECT_THAT(ReadFile(ClusterDir() + "/log/reboots.log"), HasSubstr("reboot " + culprit));
-    EXPECT_THAT(
-        Query("SELECT action || ' ' || target || ' ' || outcome FROM actions"),
-        ::testing::IsSupersetOf({"drain " + culprit + " done", "reboot " + culprit + " done",
-                                 "requeue " + *id + "/run0 done"}));
+    EXPECT_THAT(Query("SELECT action || ' ' || target || ' ' || outcome FROM actions"),
+                ::testing::IsSupersetOf(
+                    {"reboot " + culprit + " done", "requeue " + *id + "/run0 done"}));
     EXPECT_EQ(Query("SELECT cause FROM incidents WHERE node = '" + culprit + "'"),
               std::vector<std::string>{"faulty_gpu"});
 }
@@ -191,7 +190,7 @@ TEST_F(E2E, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidence) {
     EXPECT_THAT(Explanation(job, *id),
                 HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:3b:00.0); "
                           "excluded node3"));
-    EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE action = 'drain'"),
+    EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE action = 'reboot'"),
               std::vector<std::string>{"node3"});
 }
 
@@ -227,8 +226,8 @@ TEST_F(E2E, TwoNodesUnderOneLeafLosingNetworkIsOneSwitchIncident) {
     EXPECT_THAT(Explanation(job, *id), HasSubstr("network_switch_cable on switch " + leaf));
 }
 
-// 5. Faults everywhere at once: the breaker holds; autoheal alerts instead of draining the
-//    cluster (the lab allows 2 of 4 nodes).
+// 5. Faults everywhere at once: the breaker holds; autoheal alerts instead of taking the cluster
+//    out (the lab allows 2 of 4 nodes).
 TEST_F(E2E, FaultsEverywhereTripTheBreaker) {
     TrainingJob job{"breaker"};
     auto id = Track(job.Submit({"-N", "4", "--gpus-per-node=1", "--auto-resume=3"}));
@@ -239,10 +238,10 @@ TEST_F(E2E, FaultsEverywhereTripTheBreaker) {
         }
     });
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(job, *id).empty(); }));
-    const auto drained = Query(
-        "SELECT DISTINCT target FROM actions WHERE action = 'drain' AND "
+    const auto rebooted = Query(
+        "SELECT DISTINCT target FROM actions WHERE action = 'reboot' AND "
         "outcome = 'done'");
-    EXPECT_EQ(drained.size(), 2u);
+    EXPECT_EQ(rebooted.size(), 2u);
     EXPECT_EQ(Query("SELECT DISTINCT target FROM actions WHERE outcome = 'held'").size(), 2u);
     EXPECT_EQ(Query("SELECT outcome FROM actions WHERE action = 'alert'"),
               std::vector<std::string>{"raised"});
@@ -255,7 +254,7 @@ TEST_F(E2E, FaultsEverywhereTripTheBreaker) {
 }
 
 // 5b. GPU resets count (issue 13.2). With room for one node out, a GPU reset still running on one
-//     node (the lab's reset made to take 15 s) holds the next decision's drain of another node:
+//     node (the lab's reset made to take 15 s) holds the next decision's reboot of another node:
 //     no Slurm state shows the reset, the store's "asked" row does.
 TEST_F(E2E, AGpuResetStillRunningCountsAgainstTheBreaker) {
     ConfigOverride breaker("  breaker: {max_fraction: 0.5, max_nodes: 2, window: 1h}\n",
@@ -288,9 +287,9 @@ TEST_F(E2E, AGpuResetStillRunningCountsAgainstTheBreaker) {
     ASSERT_TRUE(WaitUntil([&] { return !Explanation(b, *id_b).empty(); }));
     EXPECT_THAT(
         Query("SELECT detail FROM actions WHERE action = 'held' AND target = '" + node_b + "'"),
-        ::testing::Contains(HasSubstr("drain (breaker)")));
+        ::testing::Contains(HasSubstr("reboot (breaker)")));
     EXPECT_TRUE(
-        Query("SELECT target FROM actions WHERE action = 'drain' AND outcome = 'done'").empty());
+        Query("SELECT target FROM actions WHERE action = 'reboot' AND outcome = 'done'").empty());
     EXPECT_THAT(AutohealLog(), HasSubstr("1 of 4 nodes already taken out by autoheal or "
                                          "resetting a GPU (limit 1)"));
     // The reset's result (the node's word: done) replaces its row.
@@ -354,8 +353,11 @@ TEST_F(E2E, AdminDrainedNodeIsNeverTouched) {
     EXPECT_THAT(ShowNode(node)["State"], HasSubstr("DRAIN"));
     EXPECT_THAT(ReadFile(ClusterDir() + "/log/reboots.log"), Not(HasSubstr("reboot " + node)));
     EXPECT_EQ(
-        Query("SELECT outcome FROM actions WHERE action = 'drain' AND target = '" + node + "'"),
+        Query("SELECT outcome FROM actions WHERE action = 'reboot' AND target = '" + node + "'"),
         std::vector<std::string>{"admin-owned"});
+    EXPECT_TRUE(
+        Query("SELECT outcome FROM actions WHERE action = 'drain' AND target = '" + node + "'")
+            .empty());
 }
 
 // 7. A job that keeps failing on fresh nodes stops at its requeue cap with an explanation.
@@ -852,11 +854,11 @@ TEST_F(AgentE2E, AgentRequeuesAHungJobAfterXid79ExcludingTheNode) {
     EXPECT_THAT(out, HasSubstr("resumed at step "));
     EXPECT_THAT(out, HasSubstr("excluded=[" + culprit + "]"));
     ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
-    // Drained and rebooted (by the plan: its reboot then returned the node to service).
+    // Rebooted (by the plan: drained until the reboot returned the node to service).
     EXPECT_THAT(
         Query("SELECT action || ' ' || target || ' ' || outcome FROM actions WHERE "
               "action IN ('drain', 'reboot') AND outcome = 'done'"),
-        ::testing::ElementsAre("drain " + culprit + " done", "reboot " + culprit + " done"));
+        ::testing::ElementsAre("reboot " + culprit + " done"));
     EXPECT_EQ(Query("SELECT count(*) FROM incidents WHERE node = '" + culprit + "'"),
               std::vector<std::string>{"1"});
     EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'requeue'"),
@@ -916,11 +918,12 @@ TEST_F(AgentE2E, AgentTakesAnIdleNodeOutBeforeTheNextJob) {
     const std::size_t log_before = ReadFile(ctld_log).size();
     const auto fault_at = std::chrono::steady_clock::now();
     InjectKernel("node4", Xid(79, "0000:3b:00", "GPU has fallen off the bus."));
-    // The lab's reboot is quick and returns the node to service, so the DRAIN state may last
-    // less than one poll: slurmctld's record of the reason is what lasts.
-    const std::string reason = "node node4 reason set to: autoheal: faulty_gpu xid=79";
+    // The plan's reboot (ASAP) drains the node until it reboots; the lab's reboot is quick and
+    // returns the node to service, so the DRAIN state may last less than one poll: slurmctld's
+    // record of the request is what lasts.
+    const std::string asked = "reboot request queued for nodes node4";
     ASSERT_TRUE(
-        WaitUntil([&] { return ReadFile(ctld_log).find(reason, log_before) != std::string::npos; },
+        WaitUntil([&] { return ReadFile(ctld_log).find(asked, log_before) != std::string::npos; },
                   std::chrono::seconds(5)))
         << ShowNode("node4")["State"] << "\n"
         << AutohealLog();
@@ -941,8 +944,8 @@ TEST_F(AgentE2E, AgentTakesAnIdleNodeOutBeforeTheNextJob) {
     ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(30)));
     EXPECT_EQ(Query("SELECT count(*) FROM incidents WHERE node = 'node4'"),
               std::vector<std::string>{"1"});
-    EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'drain' AND target = 'node4' AND "
-                    "outcome = 'done'"),
+    EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'reboot' AND target = 'node4' "
+                    "AND outcome = 'done'"),
               std::vector<std::string>{"1"});
     EXPECT_TRUE(fs::is_empty(StateDir() + "/jobs/agents/spool"));
 }
@@ -1018,7 +1021,7 @@ TEST_F(AgentE2E, AKilledAgentIsRestartedAndMissesNothing) {
 }
 
 // 6. The breaker open (autoheal already holds as many nodes as it may): the agent requeues the
-//    hung job away from the node but holds the drain and alerts.
+//    hung job away from the node but holds the reboot and alerts.
 TEST_F(AgentE2E, WithTheBreakerOpenTheAgentHoldsInsteadOfDraining) {
     for (const char* n : {"node3", "node4"}) {
         ASSERT_EQ(RunCommand({"scontrol", "update", std::string("nodename=") + n, "state=drain",
@@ -1043,6 +1046,8 @@ TEST_F(AgentE2E, WithTheBreakerOpenTheAgentHoldsInsteadOfDraining) {
     ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
     EXPECT_THAT(ShowNode("node2")["State"], Not(HasSubstr("DRAIN")));
     EXPECT_THAT(ReadFile(ctld_log).substr(log_before), Not(HasSubstr("node node2 reason set to")));
+    EXPECT_THAT(ReadFile(ctld_log).substr(log_before),
+                Not(HasSubstr("reboot request queued for nodes node2")));
     // Logged once the plan has run, which may be a moment after the requeue Slurm shows.
     EXPECT_TRUE(WaitForAutohealLog("ALERT: breaker open", std::chrono::seconds(10)))
         << AutohealLog();

@@ -217,7 +217,7 @@ TEST_F(CliAdmin, ReplayShowsWhatAnotherRuleSetWouldHaveDone) {
         std::ifstream in(f.path());
         std::string text((std::istreambuf_iterator<char>(in)), {});
         if (f.path().filename() == "10-gpu.yaml") {
-            const std::string from = "cause: faulty_gpu\n  actions: [drain, reboot]";
+            const std::string from = "cause: faulty_gpu\n  actions: [reboot]";
             ASSERT_NE(text.find(from), std::string::npos);
             text.replace(text.find(from), from.size(), "cause: faulty_gpu\n  actions: [reset_gpu]");
         }
@@ -229,14 +229,14 @@ TEST_F(CliAdmin, ReplayShowsWhatAnotherRuleSetWouldHaveDone) {
     EXPECT_EQ(j["changed"], 1);
     ASSERT_EQ(j["results"].size(), 1u);
     EXPECT_EQ(j["results"][0]["job"], "42");
-    EXPECT_EQ(j["results"][0]["installed_rules"]["actions"], "node2:drain,reboot");
+    EXPECT_EQ(j["results"][0]["installed_rules"]["actions"], "node2:reboot");
     EXPECT_EQ(j["results"][0]["new_rules"]["actions"], "node2:reset_gpu");
     EXPECT_EQ(j["results"][0]["recorded"]["cause"], "faulty_gpu");
 
     r = Cli({"replay", "--rules", edited.string()});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.out, HasSubstr("1 would change"));
-    EXPECT_THAT(r.out, HasSubstr("node2:drain,reboot -> node2:reset_gpu"));
+    EXPECT_THAT(r.out, HasSubstr("node2:reboot -> node2:reset_gpu"));
 
     // A rule set that does not load is refused, not replayed.
     std::ofstream(edited / "99-broken.yaml") << "- rule: [\n";

@@ -32,7 +32,7 @@ TEST(CliClassify, JsonShapeForAKernelLog) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["cause"], "faulty_gpu");
-    EXPECT_EQ(j["actions"], nlohmann::json::array({"drain", "reboot"}));
+    EXPECT_EQ(j["actions"], nlohmann::json::array({"reboot"}));
     EXPECT_EQ(j["requeue"], true);
     EXPECT_EQ(j["culprit"]["node"], "gpu7");
     EXPECT_EQ(j["culprit"]["gpu"], "0000:3b:00.0");
@@ -118,7 +118,7 @@ TEST(CliClassify, HistoryEscalates) {
     auto r = RunProcess({kCli, "classify", "--json", "--rules", kRules, "--history", history}, {},
                         "", "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out)["actions"], nlohmann::json::array({"drain", "reboot"}));
+    EXPECT_EQ(nlohmann::json::parse(r.out)["actions"], nlohmann::json::array({"reboot"}));
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();

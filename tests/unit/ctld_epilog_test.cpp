@@ -72,8 +72,8 @@ class CtldEpilogTest : public ::testing::Test, public EpilogTestEnv {
     }
 };
 
-// 1. Xid 79 mid-job: drained and rebooted, the job requeued once excluding the node.
-TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) {
+// 1. Xid 79 mid-job: rebooted (drained until then), the job requeued once excluding the node.
+TEST_F(CtldEpilogTest, Xid79MidJobRebootsAndRequeuesOnceExcludingTheNode) {
     FailedJob(77, {"node1", "node2"});
     Kernel("node2", {kXid79});
     auto out = RunController();
@@ -93,7 +93,8 @@ TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) 
     ASSERT_EQ(slurm.updates.size(), 1u);
     EXPECT_EQ(slurm.updates[0].begin_time, clock.Now() + rc.requeue_delay_seconds);
     EXPECT_THAT(Actions(),
-                IsSupersetOf({"drain node2 done", "reboot node2 done", "requeue 77/run0 done"}));
+                IsSupersetOf({"reboot node2 done", "requeue 77/run0 done"}));
+    EXPECT_EQ(slurm.Count("drain"), 0);  // the reboot (ASAP) keeps it out until then
     ASSERT_TRUE(Decision());
     EXPECT_EQ(Decision()->explanation, why);
     EXPECT_THAT(Decision()->culprits, ElementsAre("node2"));
@@ -104,8 +105,8 @@ TEST_F(CtldEpilogTest, Xid79MidJobDrainsRebootsAndRequeuesOnceExcludingTheNode) 
     EXPECT_TRUE(node_incident);
 }
 
-// The drain and reboot reasons carry the node's incident: `inc=` is the id the store holds for
-// node2's incident, and the drain's recorded detail is the reason Slurm was given.
+// The reboot's reason carries the node's incident: `inc=` is the id the store holds for node2's
+// incident, and the reboot's recorded detail is the reason Slurm was given.
 TEST_F(CtldEpilogTest, TheDrainReasonNamesTheNodesIncident) {
     FailedJob(77, {"node1", "node2"});
     Kernel("node2", {kXid79});
@@ -131,7 +132,7 @@ TEST_F(CtldEpilogTest, TheDrainReasonNamesTheNodesIncident) {
         EXPECT_EQ(a.detail, reason) << a.action;
         ++recorded;
     }
-    EXPECT_EQ(recorded, 2);
+    EXPECT_EQ(recorded, 1);
 }
 
 // 2a. The job's own Python exception: no node action, no requeue, a clear explanation.
@@ -182,7 +183,7 @@ TEST_F(CtldEpilogTest, NcclTimeoutsEverywhereBlameOnlyTheNodeWithHardwareEvidenc
     EXPECT_THAT(slurm.job(77).admin_comment,
                 HasSubstr("requeued 1/3 after faulty_gpu on node3 (xid 79, GPU 0000:5d:00.0); "
                           "excluded node3"));
-    EXPECT_EQ(slurm.Count("drain"), 1);
+    EXPECT_EQ(slurm.Count("reboot"), 1);
     EXPECT_TRUE(slurm.node("node3").drained);
 }
 
@@ -243,7 +244,7 @@ TEST_F(CtldEpilogTest, AdminDrainedNodeIsNeverTouched) {
     EXPECT_EQ(slurm.Count("drain"), 0);
     EXPECT_EQ(slurm.Count("reboot"), 0);
     EXPECT_FALSE(slurm.node("node1").reboot_pending);
-    EXPECT_THAT(Actions(), IsSupersetOf({"drain node1 admin-owned", "reboot node1 admin-owned"}));
+    EXPECT_THAT(Actions(), Contains("reboot node1 admin-owned"));
 }
 
 // 7. At its requeue cap the job stays down with an explanation.
@@ -416,7 +417,7 @@ TEST_F(CtldEpilogTest, UnreadableNodeStatesTakeNoNodeOutButTheJobIsRequeued) {
 // Issue 13.5: a store that fails (here locked by another writer past the busy timeout) does not
 // stop remediation: the node is drained, the job requeued, the run kept in the spool; the next
 // job end with a working store imports it and removes the file.
-TEST_F(CtldEpilogTest, AFailingStoreStillDrainsAndRequeuesAndTheRunIsImportedLater) {
+TEST_F(CtldEpilogTest, AFailingStoreStillActsAndRequeuesAndTheRunIsImportedLater) {
     sqlite3* locker = nullptr;
     ASSERT_EQ(sqlite3_open((dir / "incidents.sqlite").c_str(), &locker), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(locker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
@@ -444,7 +445,7 @@ TEST_F(CtldEpilogTest, AFailingStoreStillDrainsAndRequeuesAndTheRunIsImportedLat
     for (const IncidentRow& i : Incidents())
         imported = imported || (i.job == "77" && i.node == "node2");
     EXPECT_TRUE(imported);
-    EXPECT_THAT(Actions(), Contains("drain node2 done"));
+    EXPECT_THAT(Actions(), Contains("reboot node2 done"));
     EXPECT_THAT(Actions(), Contains("requeue 77/run0 done"));
     EXPECT_TRUE(std::filesystem::is_empty(SpoolDir(config.state_dir)));
 }
@@ -721,7 +722,7 @@ TEST_F(CtldEpilogTest, TheSameRunDecidedTwiceRecordsAndRequeuesOnce) {
 TEST_F(CtldEpilogTest, AFailingActStillRequeuesAndRecords) {
     FailedJob(77, {"node1", "node2"});
     Kernel("node2", {kXid79});
-    slurm.ThrowNext("drain");
+    slurm.ThrowNext("reboot");
     auto out = RunController();
     ASSERT_TRUE(out.ok) << out.summary;
     EXPECT_THAT(Actions(), Contains("step act failed"));
@@ -733,11 +734,23 @@ TEST_F(CtldEpilogTest, AFailingActStillRequeuesAndRecords) {
 
 TEST_F(CtldEpilogTest, AFailedDrainIsRecordedAsFailed) {
     FailedJob(77, {"node2"});
-    Kernel("node2", {kXid79});
+    Kernel("node2", {XidLine(64, "0000:3b:00", "Row Remapper Error: failed to remap row")});
     slurm.FailNext("drain", 1, ErrorCode::kInvalid);
     ASSERT_TRUE(RunController().ok);
     EXPECT_THAT(Actions(), Contains("drain node2 failed"));
-    EXPECT_THAT(Actions(), Contains("reboot node2 done"));
+    EXPECT_FALSE(slurm.node("node2").drained);
+}
+
+// A node whose reboot Slurm refuses (no RebootProgram, say) is drained instead: the GPU it lost
+// must not take the next job down.
+TEST_F(CtldEpilogTest, ANodeWhoseRebootFailsIsDrainedInstead) {
+    FailedJob(77, {"node2"});
+    Kernel("node2", {kXid79});
+    slurm.FailNext("reboot", 1, ErrorCode::kInvalid);
+    ASSERT_TRUE(RunController().ok);
+    EXPECT_THAT(Actions(), IsSupersetOf({"reboot node2 failed", "drain node2 done"}));
+    EXPECT_TRUE(slurm.node("node2").drained);
+    EXPECT_THAT(slurm.node("node2").reason, StartsWith("autoheal: faulty_gpu xid=79"));
 }
 
 TEST_F(CtldEpilogTest, AFailedRequeueIsExplained) {
@@ -757,7 +770,8 @@ TEST_F(CtldEpilogTest, DryRunDecidesAndRecordsButDoesNothing) {
     ASSERT_TRUE(RunController().ok);
     EXPECT_EQ(slurm.Count("drain"), 0);
     EXPECT_EQ(slurm.Count("requeue"), 0);
-    EXPECT_THAT(Actions(), IsSupersetOf({"drain node2 dry-run", "reboot node2 dry-run"}));
+    EXPECT_EQ(slurm.Count("reboot"), 0);
+    EXPECT_THAT(Actions(), Contains("reboot node2 dry-run"));
     EXPECT_THAT(Decision()->explanation, StartsWith("autoheal (dry-run): would have requeued"));
 }
 

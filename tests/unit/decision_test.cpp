@@ -78,13 +78,13 @@ class DecisionTest : public ::testing::Test {
     DecisionInput in_;
 };
 
-TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
+TEST_F(DecisionTest, Xid79OnOneNodeBlamesItRebootsAndRequeues) {
     Kernel("node2", {Xid(79, "0000:3b:00", "GPU has fallen off the bus.")});
     JobDecision d = Decide(in_);
     EXPECT_EQ(d.cause, "faulty_gpu");
     EXPECT_THAT(d.culprits, ElementsAre("node2"));
     ASSERT_EQ(d.plans.size(), 1u);
-    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("reboot"));
     EXPECT_EQ(FormatReason(d.plans[0].why),
               "autoheal: faulty_gpu xid=79 gpu=0000:3b:00.0 "
               "rule=xid-79-fallen-off-bus job=" +
@@ -101,7 +101,7 @@ TEST_F(DecisionTest, Xid79OnOneNodeBlamesItDrainsRebootsAndRequeues) {
 // 15.3: exit 93 is the job's own "do not requeue" (NVIDIA's resilience launcher): never
 // requeued, whatever the evidence; the node is still handled.
 // Issue 12.5: evidence is scoped to the GPUs the job had. An Xid 79 on a GPU of node2 the job
-// did not have still drains and reboots node2 (evidence about the node), but does not explain
+// did not have still reboots node2 (evidence about the node), but does not explain
 // this job's failure: node2 is no culprit, the job is not blamed on it nor requeued by it.
 TEST_F(DecisionTest, AFaultOnAGpuTheJobDidNotHaveIsTheNodesNotTheJobs) {
     Kernel("node2", {Xid(79, "0000:5d:00", "GPU has fallen off the bus.")});
@@ -113,7 +113,7 @@ TEST_F(DecisionTest, AFaultOnAGpuTheJobDidNotHaveIsTheNodesNotTheJobs) {
     ASSERT_EQ(d.plans.size(), 1u);
     EXPECT_EQ(d.plans[0].node, "node2");
     EXPECT_EQ(d.plans[0].gpu, "0000:5d:00.0");
-    EXPECT_THAT(d.plans[0].actions, ElementsAre("drain", "reboot"));
+    EXPECT_THAT(d.plans[0].actions, ElementsAre("reboot"));
     // The job's own GPU: blamed as before; the map unknown (empty): every GPU counts.
     Report("node2").job_gpus = {"0000:3b:00.0", "0000:5d:00.0"};
     EXPECT_THAT(Decide(in_).culprits, ElementsAre("node2"));
@@ -129,7 +129,7 @@ TEST_F(DecisionTest, ExitCode93IsNeverRequeued) {
     EXPECT_EQ(d.explanation,
               "autoheal: faulty_gpu on node2 (xid 79, GPU 0000:3b:00.0); not requeued: the job "
               "exited 93 (its own \"do not requeue\")");
-    ASSERT_EQ(d.plans.size(), 1u);  // node2 is drained and rebooted all the same
+    ASSERT_EQ(d.plans.size(), 1u);  // node2 is rebooted all the same
     in_.job.exit_status = 1;
     EXPECT_TRUE(Decide(in_).requeue);
 }

@@ -65,7 +65,7 @@ TEST(Diagnose, Xid45IsNeverTheRootCauseBesideAnotherXid) {
     EXPECT_EQ(d.rule, "xid-79-fallen-off-bus");
     EXPECT_EQ(d.cause, "faulty_gpu");
     EXPECT_EQ(d.culprit.gpu, "0000:3b:00.0");
-    EXPECT_THAT(d.actions, ElementsAre("drain", "reboot"));
+    EXPECT_THAT(d.actions, ElementsAre("reboot"));
     for (const Finding& f : d.findings) EXPECT_NE(f.rule, "xid-45-alone");
 
     Diagnosis alone = Classify("NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=p, Ch 00000001\n");
@@ -175,7 +175,7 @@ TEST(Diagnose, RecoveryActionJoinsThePlan) {
         "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 "
         "(Node Reboot Required)\n");
     EXPECT_EQ(d.cause, "gpu_system_processor");
-    EXPECT_THAT(d.actions, ElementsAre("drain", "reset_gpu", "reboot"));
+    EXPECT_THAT(d.actions, ElementsAre("reset_gpu", "reboot"));
 }
 
 TEST(Diagnose, MultiLineFallenOffTheBusNamesItsGpu) {

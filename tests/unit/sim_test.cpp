@@ -107,9 +107,9 @@ TEST_F(SimTest, TheSameSeedGivesTheSameRunAnotherSeedAnother) {
 }
 
 // E2E.Xid79MidJobRequeuesOnceExcludingTheNodeAndResumes and
-// AgentE2E.AgentRequeuesAHungJobAfterXid79ExcludingTheNode: the node drained and rebooted, the
-// job requeued excluding it, no person.
-TEST_F(SimTest, Xid79DrainsAndRebootsTheNodeAndRequeuesExcludingIt) {
+// AgentE2E.AgentRequeuesAHungJobAfterXid79ExcludingTheNode: the node rebooted (out of service
+// until then), the job requeued excluding it, no person.
+TEST_F(SimTest, Xid79RebootsTheNodeAndRequeuesExcludingIt) {
     const SimResult r = Run(Small(kXid79, 6));
     ASSERT_FALSE(r.events.empty());
     for (const FaultEvent& e : r.events) {
