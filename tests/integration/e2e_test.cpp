@@ -60,9 +60,9 @@ TEST_F(E2E, Xid79MidJobRequeuesOnceExcludingTheNodeAndResumes) {
     EXPECT_THAT(out, HasSubstr("completed at step 60"));
     // Rebooted (the lab's RebootProgram ran for that node).
     EXPECT_THAT(ReadFile(ClusterDir() + "/log/reboots.log"), HasSubstr("reboot " + culprit));
-    EXPECT_THAT(Query("SELECT action || ' ' || target || ' ' || outcome FROM actions"),
-                ::testing::IsSupersetOf(
-                    {"reboot " + culprit + " done", "requeue " + *id + "/run0 done"}));
+    EXPECT_THAT(
+        Query("SELECT action || ' ' || target || ' ' || outcome FROM actions"),
+        ::testing::IsSupersetOf({"reboot " + culprit + " done", "requeue " + *id + "/run0 done"}));
     EXPECT_EQ(Query("SELECT cause FROM incidents WHERE node = '" + culprit + "'"),
               std::vector<std::string>{"faulty_gpu"});
 }
@@ -855,10 +855,9 @@ TEST_F(AgentE2E, AgentRequeuesAHungJobAfterXid79ExcludingTheNode) {
     EXPECT_THAT(out, HasSubstr("excluded=[" + culprit + "]"));
     ASSERT_TRUE(WaitUntil([] { return !EpilogRunning(); }, std::chrono::seconds(60)));
     // Rebooted (by the plan: drained until the reboot returned the node to service).
-    EXPECT_THAT(
-        Query("SELECT action || ' ' || target || ' ' || outcome FROM actions WHERE "
-              "action IN ('drain', 'reboot') AND outcome = 'done'"),
-        ::testing::ElementsAre("reboot " + culprit + " done"));
+    EXPECT_THAT(Query("SELECT action || ' ' || target || ' ' || outcome FROM actions WHERE "
+                      "action IN ('drain', 'reboot') AND outcome = 'done'"),
+                ::testing::ElementsAre("reboot " + culprit + " done"));
     EXPECT_EQ(Query("SELECT count(*) FROM incidents WHERE node = '" + culprit + "'"),
               std::vector<std::string>{"1"});
     EXPECT_EQ(Query("SELECT count(*) FROM actions WHERE action = 'requeue'"),

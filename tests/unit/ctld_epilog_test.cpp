@@ -92,8 +92,7 @@ TEST_F(CtldEpilogTest, Xid79MidJobRebootsAndRequeuesOnceExcludingTheNode) {
     EXPECT_EQ(slurm.job(77).admin_comment, why);
     ASSERT_EQ(slurm.updates.size(), 1u);
     EXPECT_EQ(slurm.updates[0].begin_time, clock.Now() + rc.requeue_delay_seconds);
-    EXPECT_THAT(Actions(),
-                IsSupersetOf({"reboot node2 done", "requeue 77/run0 done"}));
+    EXPECT_THAT(Actions(), IsSupersetOf({"reboot node2 done", "requeue 77/run0 done"}));
     EXPECT_EQ(slurm.Count("drain"), 0);  // the reboot (ASAP) keeps it out until then
     ASSERT_TRUE(Decision());
     EXPECT_EQ(Decision()->explanation, why);
