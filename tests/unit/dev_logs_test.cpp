@@ -47,14 +47,15 @@ const std::map<std::string, const char*>& DisputedLabels() {
 //     follows the catalog (RESTART_BM: [reboot]); `scontrol reboot ASAP` drains the node until
 //     it is back, and a node whose reboot fails is drained instead (ctld_epilog/act.cpp).
 //   - IB retry-exceeded / port errors: dev-009/010 [network_ticket]; dev2-005/018/039 [drain,
-//     network_ticket] (FAILURES.md "drain_network_check"). The rules keep [network_ticket].
+//     network_ticket]. The rules follow shared/docs/FAILURES.md ("drain_network_check"); from the
+//     job's output alone no node is drained (decision.cpp plans from the node's own records).
 //   - CUDA "uncorrectable ECC" in job output: dev-030/032, dev2-041 [reset_gpu]; dev-029/031
 //     [drain, reset_gpu]; dev2-004 [drain].
 //   - Slurm prolog failure: dev-047 unknown/requeue, dev2-038 dependency/no requeue.
 
 // Floors: the figures measured when the rules last changed (see the commit that set them).
-constexpr int kFloorCause1 = 57, kFloorPlan1 = 59, kFloorRequeue1 = 56;
-constexpr int kFloorCause2 = 35, kFloorPlan2 = 32, kFloorRequeue2 = 35, kFloorCulprit2 = 15;
+constexpr int kFloorCause1 = 57, kFloorPlan1 = 57, kFloorRequeue1 = 56;
+constexpr int kFloorCause2 = 35, kFloorPlan2 = 35, kFloorRequeue2 = 35, kFloorCulprit2 = 15;
 
 struct Record {
     std::string id;
