@@ -50,7 +50,8 @@ def culprit_matches(label, got):
     got = got or {}
     if label.get("node") is not None and label["node"] != got.get("node"):
         return False
-    if label.get("rank") is not None and label["rank"] != got.get("rank"):
+    # A rank is a number whether the label wrote it as one or as text ("12").
+    if label.get("rank") is not None and str(label["rank"]) != str(got.get("rank")):
         return False
     return gpu_matches(label.get("gpu"), got)
 
