@@ -28,7 +28,7 @@ HEADER = """\
 #   IGNORE           informational; no action (low priority: any other evidence decides)
 #   RESET_GPU        reset the GPU
 #   CONTACT_SUPPORT  tell the admins (notify); most of these Xids are unused by current drivers
-#   RESTART_VM / RESTART_BM   drain and reboot
+#   RESTART_VM / RESTART_BM   reboot (Slurm drains the node until it is back)
 #   CHECK_MECHANICALS drain (reseat, check the power cables)
 #   UPDATE_SWFW      software/firmware outside the job: dependency
 #   SYMPATHETIC_REPORT_SOLO   alone: report it; with another Xid: that Xid decides
@@ -57,7 +57,7 @@ SPECIAL = {
     54: ("server_chassis", ["drain"], True, 75, 0.7,
          "auxiliary power not connected: CHECK_MECHANICALS"),
     78: ("dependency", ["drain"], True, 60, 0.6, "vGPU start error: UPDATE_SWFW"),
-    151: ("faulty_gpu", ["drain", "reboot"], True, 80, 0.6, "key rotation error: RESTART_VM"),
+    151: ("faulty_gpu", ["reboot"], True, 80, 0.6, "key rotation error: RESTART_VM"),
     156: ("gpu_hbm_memory", ["reset_gpu"], True, 86, 0.7,
           "resource retirement event: RESET_GPU applies the retirement"),
     162: ("faulty_gpu", [], False, 5, 0.3,
