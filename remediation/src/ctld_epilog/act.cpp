@@ -154,17 +154,17 @@ void ActOnPlan(const CtldEnv& env, const DecisionInput& in, const JobDecision& d
         out->done.push_back(word + " " + plan.node + ": " +
                             std::string(diag::ToString(result->first)));
         // A node that needs a reboot and could not be given one still leaves service.
-        const bool drains = std::find(plan.actions.begin(), plan.actions.end(),
-                                      diag::ToString(diag::Action::kDrain)) != plan.actions.end();
-        if (action->id == diag::Action::kReboot && result->first == diag::Outcome::kFailed &&
-            !drains) {
-            const diag::ActionInfo& drain = *diag::FindAction(diag::ToString(diag::Action::kDrain));
-            auto drained = ActOnce(env, in, d, p, drain, out);
-            RecordOutcome(env, p.incident, drain.id, plan.node, drained->first,
-                          "the reboot failed; " + drained->second);
-            out->done.push_back("drain " + plan.node +
-                                " (reboot failed): " + std::string(diag::ToString(drained->first)));
+        if (action->id != diag::Action::kReboot || result->first != diag::Outcome::kFailed ||
+            std::find(plan.actions.begin(), plan.actions.end(),
+                      diag::ToString(diag::Action::kDrain)) != plan.actions.end()) {
+            continue;
         }
+        const diag::ActionInfo& drain = diag::Info(diag::Action::kDrain);
+        auto drained = ActOnce(env, in, d, p, drain, out);  // runs here: always a result
+        RecordOutcome(env, p.incident, drain.id, plan.node, drained->first,
+                      "the reboot failed; " + drained->second);
+        out->done.push_back(std::string(drain.name) + " " + plan.node +
+                            " (reboot failed): " + std::string(diag::ToString(drained->first)));
     }
 }
 
