@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "diag_test_util.h"
@@ -34,10 +35,7 @@ std::vector<Fixture> LoadFixtures() {
     return out;
 }
 
-class ClassifyFixture : public ::testing::TestWithParam<Fixture> {};
-
-TEST_P(ClassifyFixture, MatchesExpectation) {
-    const Fixture& f = GetParam();
+DiagnoseOptions OptionsFor(const Fixture& f) {
     DiagnoseOptions options;
     options.now = 1'800'000'000;
     if (f.expect.contains("node")) options.node = f.expect["node"];
@@ -53,6 +51,28 @@ TEST_P(ClassifyFixture, MatchesExpectation) {
             options.history.push_back(r);
         }
     }
+    return options;
+}
+
+// `text` with each line passed through `f` (the line without its '\n'; the '\n' kept).
+std::string EachLine(const std::string& text, const std::function<std::string(std::string)>& f) {
+    std::string out;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const std::size_t nl = text.find('\n', pos);
+        const std::size_t end = nl == std::string::npos ? text.size() : nl;
+        out += f(text.substr(pos, end - pos));
+        if (nl != std::string::npos) out += '\n';
+        pos = end + 1;
+    }
+    return out;
+}
+
+class ClassifyFixture : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(ClassifyFixture, MatchesExpectation) {
+    const Fixture& f = GetParam();
+    const DiagnoseOptions options = OptionsFor(f);
     Diagnosis d = Classify(f.log, options);
     const nlohmann::json& e = f.expect;
     if (e.contains("cause")) {
@@ -91,6 +111,29 @@ TEST_P(ClassifyFixture, MatchesExpectation) {
     }
     if (e.contains("max_confidence")) {
         EXPECT_LE(d.confidence, e["max_confidence"].get<double>());
+    }
+}
+
+// A log reads the same as people paste it: quoted in a mail or an issue ("> "), coloured by a
+// terminal, indented as a Markdown code block, with CRLF line ends.
+TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedOrWithCrlf) {
+    const Fixture& f = GetParam();
+    const DiagnoseOptions options = OptionsFor(f);
+    const Diagnosis want = Classify(f.log, options);
+    const std::vector<std::pair<std::string, std::string>> pastes = {
+        {"quoted", EachLine(f.log, [](std::string l) { return "> " + l; })},
+        {"coloured", EachLine(f.log, [](std::string l) { return "\x1b[1;31m" + l + "\x1b[0m"; })},
+        {"indented", EachLine(f.log, [](std::string l) { return "    " + l; })},
+        {"crlf", EachLine(f.log, [](std::string l) { return l + "\r"; })},
+    };
+    for (const auto& [how, text] : pastes) {
+        const Diagnosis got = Classify(text, options);
+        EXPECT_EQ(got.rule, want.rule) << how;
+        EXPECT_EQ(got.cause, want.cause) << how;
+        EXPECT_EQ(got.actions, want.actions) << how;
+        EXPECT_EQ(got.requeue, want.requeue) << how;
+        EXPECT_EQ(got.culprit.gpu, want.culprit.gpu) << how;
+        EXPECT_EQ(got.culprit.node, want.culprit.node) << how;
     }
 }
 

@@ -291,6 +291,29 @@ TEST(LogLine, ForgedKernelLinesPlanNoNodeAction) {
     EXPECT_FALSE(d.actions.empty());
 }
 
+TEST(LogLine, BareLinesRelayKernelRecords) {
+    const auto relayed = [](std::string_view line) {
+        const std::size_t at = RelayedKernelRecord(line, ParseLogLine(line));
+        return at == std::string_view::npos ? std::string_view() : line.substr(at);
+    };
+    EXPECT_EQ(relayed("Xid errors on instance: ip-1, Error: May 29 01:37:38 ip-1 kernel: "
+                      "[257087.812628] NVRM: Xid (PCI:0000:90:1c): 64, ..."),
+              "May 29 01:37:38 ip-1 kernel: [257087.812628] NVRM: Xid (PCI:0000:90:1c): 64, ...");
+    EXPECT_EQ(relayed("node66 | ERROR: nhc: Health check failed: check_gpu_xid: GPU Xid errors "
+                      "detected: [ 3606.832215] NVRM: Xid (PCI:0002:00:00): 119, pid=1"),
+              "[ 3606.832215] NVRM: Xid (PCI:0002:00:00): 119, pid=1");
+    EXPECT_EQ(relayed("line kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: "
+                      "SXid (PCI:0000:84:00.0): 12028"),
+              "kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid "
+              "(PCI:0000:84:00.0): 12028");
+    // Not a kernel record after the time; a program's record; the kernel quoting a file name.
+    EXPECT_EQ(relayed("took [ 3606.832215] seconds"), "");
+    EXPECT_EQ(relayed("Dec  1 10:00:00 n1 alice: [ 3606.832215] NVRM: Xid 79, x"), "");
+    EXPECT_EQ(relayed("[1.0] x[42]: segfault at 0 ip 1 sp 2 error 6 in [ 1.000000] NVRM: Xid 79"),
+              "");
+    EXPECT_EQ(relayed("[ 3606.832215] NVRM: Xid 79, at the start"), "");
+}
+
 TEST(LogLine, KernelRecordsAreTheKernelsOwnOrADriverSpeaking) {
     EXPECT_TRUE(IsKernelRecord("6,1234,5678901,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen"));
     EXPECT_TRUE(IsKernelRecord("Dec  1 10:00:00 node1 kernel: EDAC MC0: 1 UE on DIMM A1"));

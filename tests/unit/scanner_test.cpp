@@ -45,6 +45,36 @@ TEST(Scanner, FindsLinesWithFieldsAndLineNumbers) {
     EXPECT_EQ(set.Count("xid"), 3u);
 }
 
+TEST(Scanner, ReadsPastQuoteMarksColoursAndIndentation) {
+    auto scanner = Build({Sig("state", R"(^\s*State: (?P<state>Down|Active)\s*$)"),
+                          Sig("err", "^RuntimeError: (?P<what>.*)")});
+    EvidenceSet set;
+    scanner->ScanText("> CA 'mlx5_7'\n>         State: Down\n\x1b[31mRuntimeError: boom\x1b[0m\n",
+                      "paste", &set);
+    ASSERT_EQ(set.items.size(), 2u);
+    EXPECT_EQ(set.items[0].Field("state"), "Down");
+    EXPECT_EQ(set.items[0].line, 2u);
+    EXPECT_EQ(set.items[1].Field("what"), "boom");
+    EXPECT_EQ(set.items[1].text, "RuntimeError: boom");
+}
+
+// A kernel record relayed by an alert is evidence in pasted text, as that record; in a node's
+// kernel log it is the relaying program's words.
+TEST(Scanner, RelayedKernelRecordsCountOnlyInPastedText) {
+    auto scanner = Build({Sig("xid", R"(NVRM: Xid \(PCI:(?P<pci>[^)]+)\): (?P<xid>\d+))")});
+    const std::string alert =
+        "Xid errors on instance: ip-1, Error: May 29 01:37:38 ip-1 kernel: [257087.812628] "
+        "NVRM: Xid (PCI:0000:90:1c): 64, x\n";
+    EvidenceSet pasted;
+    scanner->ScanText(alert, "paste", &pasted);
+    ASSERT_EQ(pasted.items.size(), 1u);
+    EXPECT_EQ(pasted.items[0].Field("xid"), "64");
+    EXPECT_EQ(pasted.items[0].text.rfind("May 29 01:37:38 ip-1 kernel: ", 0), 0u);
+    EvidenceSet kernel;
+    scanner->ScanText(alert, "kernel", &kernel, InputKind::kKernelLog);
+    EXPECT_TRUE(kernel.items.empty());
+}
+
 TEST(Scanner, OneEvidencePerSignatureAndLine) {
     auto scanner = Build({Sig("x", "ab"), Sig("y", "b")});
     EvidenceSet set;

@@ -356,6 +356,33 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
     return true;
 }
 
+std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed) {
+    // A syslog or journald time, a host and the kernel's tag; a dmesg time (seconds with the
+    // six decimals printk writes, or dmesg -T's date); dmesg --decode's "kern  :err   : ".
+    static const RE2 kRecord(
+        R"((?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9][A-Za-z0-9._-]* kernel: |)"
+        R"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
+        R"([A-Za-z0-9][A-Za-z0-9._-]* kernel: |\[ *\d+\.\d{6}\] |)"
+        R"(\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |kern *:[a-z]+ *: ))",
+        PatternOptions());
+    // Only a bare line relays: a record whose prefix names its writer (a program, or the kernel
+    // quoting a task or file name) is that writer's words.
+    if (parsed.origin != LineOrigin::kUnknown) return std::string_view::npos;
+    const std::size_t from = std::min(parsed.message + 1, line.size());
+    re2::StringPiece rest(line.data() + from, line.size() - from);
+    re2::StringPiece found;
+    if (!kRecord.Match(rest, 0, rest.size(), RE2::UNANCHORED, &found, 1)) {
+        return std::string_view::npos;
+    }
+    // The kernel's tag or facility, or a driver speaking after a bare dmesg time.
+    const auto at = static_cast<std::size_t>(found.data() - line.data());
+    const std::string_view record = line.substr(at);
+    const LogLine inner = ParseLogLine(record);
+    const bool kernel = inner.tag == "kernel" || inner.facility == 0 ||
+                        FirstDriverText(record, inner.message, inner.message + 1) == inner.message;
+    return kernel ? at : std::string_view::npos;
+}
+
 bool IsKernelRecord(std::string_view line) { return IsKernelRecord(line, ParseLogLine(line)); }
 
 bool IsKernelRecord(std::string_view line, const LogLine& parsed) {

@@ -18,10 +18,12 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "autoheal/diag/log_line.h"
+#include "autoheal/diag/paste_marks.h"
 #include "autoheal/diag/pattern.h"
 #include "scanner_cache.h"
 
@@ -369,9 +371,16 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
         return;  // the prefilter over-matched
     }
     const auto begin = static_cast<std::size_t>(groups[0].data() - line.data());
-    if (!IsAdmissible(line, parsed, begin, begin + groups[0].size(),
-                      kind == InputKind::kKernelLog)) {
-        return;
+    const std::size_t end = begin + groups[0].size();
+    std::size_t from = 0;  // where the evidence's record starts: past the words that relay it
+    if (!IsAdmissible(line, parsed, begin, end, kind == InputKind::kKernelLog)) {
+        if (kind == InputKind::kKernelLog) return;
+        from = RelayedKernelRecord(line, parsed);
+        if (from == std::string_view::npos || begin < from) return;
+        const std::string_view relayed = line.substr(from);
+        if (!IsAdmissible(relayed, ParseLogLine(relayed), begin - from, end - from, false)) {
+            return;
+        }
     }
     if (past_cap) {
         ++out->matched[sig];
@@ -382,7 +391,7 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
     Evidence e;
     e.signature = sigs[sig].name;
     e.line = line_no;
-    e.text = std::string(line.substr(0, limits.max_text));
+    e.text = std::string(line.substr(from, limits.max_text));
     for (int g = 1; g <= ngroups; ++g) {
         const std::string& name = group_names[sig][static_cast<std::size_t>(g)];
         if (groups[g].data() != nullptr && !name.empty()) {
@@ -396,6 +405,13 @@ void Scanner::Impl::ScanChunk(const char* data, std::size_t len, hs_scratch_t* h
                               const std::vector<std::atomic<bool>>& full, InputKind kind,
                               ChunkResult* out) const {
     out->matched.assign(sigs.size(), 0);
+    // Rules read the text as its program wrote it: quote marks, colours and a paste's common
+    // indentation go first (the lines, and so their numbers, stay).
+    const std::optional<std::string> clean = StripPasteMarks(std::string_view(data, len));
+    if (clean) {
+        data = clean->data();
+        len = clean->size();
+    }
     std::vector<Candidate> found;
     if (db != nullptr) {
         struct Ctx {

@@ -65,6 +65,14 @@ std::vector<std::pair<std::size_t, std::size_t>> UserNamedSpans(std::string_view
 bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begin, std::size_t end,
                   bool kernel_only);
 
+// Where `line` relays a kernel record after words of its own ("Xid errors on instance: node7,
+// Error: May 29 01:37:38 node7 kernel: [257087.8] NVRM: Xid ...", a health check's "GPU Xid
+// errors detected: [ 3606.832215] NVRM: Xid ..."): the offset of that record, which parses as
+// the kernel's own; npos when there is none. Only a bare line relays (one whose prefix names a
+// program or the kernel is that writer's words), and only in pasted text: in a node's kernel log
+// a record quoted by another program is that program's words.
+std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed);
+
 // Whether `line` is the kernel's own record by its prefix (kmsg facility 0, a `kernel` tag, a
 // bare dmesg time) or a driver speaking where its message starts ("NVRM: ...", "mlx5_core ...").
 // The strongest kind of evidence: the driver itself saw the fault.

@@ -1,0 +1,23 @@
+// What pasting and terminals add to a log, taken off before any rule reads it, so that a rule
+// written for the program's own output (an anchored `^\s*State: Down` of ibstat, a traceback's
+// `  File "..."`) reads the same text quoted in an e-mail, coloured by a logger or indented as a
+// Markdown code block:
+//   - "> " quote marks at the start of a line, at any depth ("> > ", ">>"), after any blanks;
+//   - ANSI escape sequences anywhere (colours "\x1b[1;31m", "\x1b(B", OSC titles), also as a
+//     paste keeps them without their ESC byte ("[0m", "[1;31m") or in caret notation ("^[[0m"),
+//     those two when the first 64 KiB of the text show them (a paste's start, not a log's);
+//   - the indentation common to every non-blank line (a paste indented as a whole).
+// Only bytes inside lines go: line numbers stay those of the input.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace autoheal::diag {
+
+// `text` (whole lines) without the marks above, or nothing when it has none: the usual case,
+// found without copying.
+std::optional<std::string> StripPasteMarks(std::string_view text);
+
+}  // namespace autoheal::diag
