@@ -262,6 +262,9 @@ TEST(LogLine, DriverTextCountsOnlyWhereAKernelMessageStarts) {
     EXPECT_FALSE(Admits("Dec  1 10:00:00 n1 alice: NVRM: Xid 79", "NVRM: Xid"));
     EXPECT_FALSE(Admits("14,1,2,-;NVRM: Xid 79", "NVRM: Xid"));
     EXPECT_FALSE(Admits("[1.0] hello NVRM: Xid 79", "Xid 79"));
+    // A device file named after its driver is a path.
+    EXPECT_TRUE(Admits("lstat /dev/nvidia-uvm: no such file or directory", "no such file"));
+    EXPECT_FALSE(Admits("hello nvidia-uvm: no such file or directory", "no such file"));
     // In a kernel log, another program's record is never evidence.
     EXPECT_FALSE(Admits("Dec  1 10:00:00 n1 alice: GPU is lost", "GPU is lost", true));
     EXPECT_TRUE(Admits("Dec  1 10:00:00 n1 alice: GPU is lost", "GPU is lost", false));

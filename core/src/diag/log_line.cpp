@@ -215,11 +215,17 @@ constexpr std::array<std::string_view, 9> kDriverPrefixes = {
     "NVRM:",       "nvidia-nvswitch", "mlx5_core", "mlx5_ib", "nvidia-peermem",
     "nvidia-uvm:", "nvidia-modeset:", "NVSwitch:", "amdgpu 0"};
 
+// A device file named after its driver ("lstat /dev/nvidia-uvm: no such file or directory") is a
+// path, not the driver speaking.
 std::size_t FirstDriverText(std::string_view line, std::size_t from, std::size_t to) {
     std::size_t best = std::string_view::npos;
     std::string_view s = line.substr(0, std::min(to + 16, line.size()));
     for (std::string_view p : kDriverPrefixes) {
-        const std::size_t at = s.find(p, from);
+        std::size_t at = s.find(p, from);
+        while (at != std::string_view::npos && at > 0 && s[at - 1] == '/' &&
+               p.starts_with("nvidia-")) {
+            at = s.find(p, at + 1);
+        }
         if (at < best && at < to) best = at;
     }
     return best;
