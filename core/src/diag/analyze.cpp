@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "autoheal/diag/diagnosis.h"
@@ -298,6 +299,58 @@ void AnalyzeReportedXids(EvidenceSet* set) {
     AddDerived(std::move(derived), set);
 }
 
+// "7.92 GiB", "0 bytes" -> bytes.
+std::optional<double> ParseSize(std::string_view text) {
+    const std::size_t space = text.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    const std::string number(text.substr(0, space));
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (end == number.c_str() || *end != '\0') return std::nullopt;
+    const std::string_view unit = text.substr(space + 1);
+    static constexpr std::pair<std::string_view, double> kUnits[] = {{"bytes", 1.0},
+                                                                     {"KiB", 1024.0},
+                                                                     {"MiB", 1048576.0},
+                                                                     {"GiB", 1073741824.0},
+                                                                     {"TiB", 1099511627776.0}};
+    for (const auto& [name, scale] : kUnits) {
+        if (unit == name) return value * scale;
+    }
+    return std::nullopt;
+}
+
+// PyTorch's account of a GPU that ran out of memory: when at least half of the GPU was held by
+// no part of this process (not its allocator, its CUDA context or its other libraries, which
+// stay far below half), another process had it.
+void AnalyzeOomAccounting(EvidenceSet* set) {
+    std::vector<Evidence> derived;
+    for (const Evidence& e : set->items) {
+        if (e.signature != "context-cuda-oom-accounting") continue;
+        const auto field = [&](const char* a, const char* b) -> std::optional<double> {
+            auto v = e.Field(a);
+            if (!v || v->empty()) v = e.Field(b);
+            return v ? ParseSize(*v) : std::nullopt;
+        };
+        const auto total = field("total", "capacity");
+        const auto free = field("free", "left");
+        const auto mine = field("mine", "process");
+        if (!total || !free || !mine || *total <= 0) continue;
+        const double others = *total - *free - *mine;
+        if (others < *total / 2) continue;
+        const auto bytes = [](double v) { return std::to_string(static_cast<long long>(v)); };
+        Evidence d = Derived("cuda-oom-held-elsewhere", e, e.text);
+        auto index = e.Field("gpu_index");
+        if (!index || index->empty()) index = e.Field("gpu");
+        if (index) d.SetField("gpu_index", std::string(*index));
+        d.SetField("total", bytes(*total));
+        d.SetField("free", bytes(*free));
+        d.SetField("mine", bytes(*mine));
+        d.SetField("others", bytes(others));
+        derived.push_back(std::move(d));
+    }
+    AddDerived(std::move(derived), set);
+}
+
 }  // namespace
 
 void Analyze(EvidenceSet* set) {
@@ -328,6 +381,7 @@ void Analyze(EvidenceSet* set) {
     }
     AnalyzeCausedBy(set);
     AnalyzeReportedXids(set);
+    AnalyzeOomAccounting(set);
     AnalyzeNccl(set);
 }
 

@@ -73,6 +73,12 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
          "paths",
          {"rank", "ranks", "pg", "seq", "op", "ops"},
          "rank=3 ranks=3 pg=0 seq=12 op=ALLREDUCE ops=nccl:all_reduce,nccl:broadcast"},
+        {"cuda-oom-held-elsewhere",
+         "made from PyTorch's account of a GPU's memory when it ran out (GPU index, total, free, "
+         "what this process held, in bytes): others is what no part of the process held, at "
+         "least half the GPU",
+         {"gpu_index", "total", "free", "mine", "others"},
+         "gpu_index=0 total=8504035246 free=25753026 mine=90177536 others=8388104684"},
         {kNvmlDeltaSignature,
          "made by the node epilog from NVML, prolog snapshot against epilog snapshot: a GPU "
          "error counter grew (counter: ecc_uncorrected_volatile, ecc_uncorrected_sram, "
