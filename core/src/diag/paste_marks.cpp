@@ -11,7 +11,7 @@ namespace autoheal::diag {
 namespace {
 
 constexpr std::size_t kNone = std::string_view::npos;
-constexpr std::size_t kBareColourWindow = 64 * 1024;
+constexpr std::size_t kBareColourWindow = std::size_t{64} * 1024;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
