@@ -182,6 +182,14 @@ std::string Dedent(std::string_view text, std::size_t indent) {
     return out;
 }
 
+// `text` without the indentation all its non-blank lines share, or nothing when they share none.
+std::optional<std::string> Dedented(std::string_view text) {
+    if (!FirstLineIndented(text)) return std::nullopt;
+    const std::size_t indent = CommonIndent(text);
+    if (indent == 0 || indent == kNone) return std::nullopt;
+    return Dedent(text, indent);
+}
+
 }  // namespace
 
 std::optional<std::string> StripPasteMarks(std::string_view text) {
@@ -190,12 +198,7 @@ std::optional<std::string> StripPasteMarks(std::string_view text) {
     const std::string_view head = text.substr(0, kBareColourWindow);
     const bool bare = head.find("[0m") != std::string_view::npos;
     const bool marks = bare || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
-    if (!marks) {
-        if (!FirstLineIndented(text)) return std::nullopt;
-        const std::size_t indent = CommonIndent(text);
-        if (indent == 0 || indent == kNone) return std::nullopt;
-        return Dedent(text, indent);
-    }
+    if (!marks) return Dedented(text);
     std::string out;
     out.reserve(text.size());
     for (std::size_t pos = 0; pos < text.size();) {
@@ -206,10 +209,8 @@ std::optional<std::string> StripPasteMarks(std::string_view text) {
         if (end < text.size()) out.push_back('\n');
         pos = end + 1;
     }
-    if (!FirstLineIndented(out)) return out;
-    const std::size_t indent = CommonIndent(out);
-    if (indent == 0 || indent == kNone) return out;
-    return Dedent(out, indent);
+    if (auto dedented = Dedented(out)) return dedented;
+    return out;
 }
 
 }  // namespace autoheal::diag
