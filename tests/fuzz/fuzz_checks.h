@@ -1,8 +1,8 @@
 // Contract checks shared by the fuzz targets: whatever the input, the scanner finds exactly the
-// lines RE2 matches (patterns read as bytes, diag/pattern.h) where the leftmost match is
-// admissible evidence (diag/log_line.h IsAdmissible, as pasted logs: InputKind::kMixed), and a
-// diagnosis names only known
-// causes and actions. A violation aborts, so libFuzzer reports it as a crash.
+// lines RE2 matches (patterns read as bytes, diag/pattern.h) in the text without its paste marks
+// (diag/paste_marks.h) where the leftmost match is admissible evidence (diag/log_line.h
+// EvidenceStart, as pasted logs: InputKind::kMixed), and a diagnosis names only known causes and
+// actions. A violation aborts, so libFuzzer reports it as a crash.
 #pragma once
 
 #include <re2/re2.h>
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/log_line.h"
+#include "autoheal/diag/paste_marks.h"
 #include "autoheal/diag/pattern.h"
 #include "autoheal/diag/rules.h"
 #include "autoheal/diag/scanner.h"
@@ -32,15 +34,20 @@ using autoheal::diag::EvidenceSet;
 using autoheal::diag::RuleSet;
 using autoheal::diag::ScanLimits;
 
-// Every line of `text` that a signature's regex matches, at an admissible place (the leftmost
-// match, IsAdmissible), is evidence for that signature, once,
-// with its 1-based line number and text; the first `cap` such lines are kept and all counted.
+// Every line of `text`, its paste marks taken off (StripPasteMarks), that a signature's regex
+// matches at an admissible place (the leftmost match, EvidenceStart) is evidence for that
+// signature, once, with its 1-based line number and its cleaned text (from the kernel record a
+// line relays on); the first `cap` such lines are kept and all counted.
 // REQUIRES: `set` holds only this scan of `text` (source `source`), no derived evidence, and
-// no line of `text` is longer than the scanner's chunk. `cache`, when given, keeps the compiled
-// reference regexes between calls (for a rule set that does not change).
+// `text` fits in one of the scanner's chunks (the marks come off per chunk). `cache`, when
+// given, keeps the compiled reference regexes between calls (for a rule set that does not
+// change).
 using RegexCache = std::map<std::string, std::unique_ptr<RE2>>;
 inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::string_view text,
                       std::size_t source, const EvidenceSet& set, RegexCache* cache = nullptr) {
+    if (text.size() > limits.chunk_bytes) Fail("CheckScan: the text is longer than one chunk");
+    const std::optional<std::string> clean = autoheal::diag::StripPasteMarks(text);
+    if (clean) text = *clean;
     std::vector<std::string_view> lines;
     for (std::size_t pos = 0; pos < text.size();) {
         std::size_t nl = text.find('\n', pos);
@@ -50,16 +57,14 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
         lines.push_back(line);
         pos = nl + 1;
     }
+    // signature -> line -> where its evidence starts (EvidenceStart), for the lines RE2 matches
+    std::map<std::string, std::map<std::size_t, std::size_t>> starts;
     std::map<std::string, std::vector<std::size_t>> got;  // signature -> line numbers
     for (const auto& e : set.items) {
         if (e.source != source) continue;
         if (e.line < 1 || e.line > lines.size()) {
             Fail("evidence for '" + e.signature + "' on line " + std::to_string(e.line) + " of " +
                  std::to_string(lines.size()));
-        }
-        const std::string_view line = lines[e.line - 1];
-        if (e.text != line.substr(0, limits.max_text)) {
-            Fail("evidence text for '" + e.signature + "' is not line " + std::to_string(e.line));
         }
         got[e.signature].push_back(e.line);
     }
@@ -75,9 +80,12 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
             re2::StringPiece match;
             if (!re.Match(text_i, 0, text_i.size(), RE2::UNANCHORED, &match, 1)) continue;
             const auto begin = static_cast<std::size_t>(match.data() - lines[i].data());
-            if (autoheal::diag::IsAdmissible(lines[i], autoheal::diag::ParseLogLine(lines[i]),
-                                             begin, begin + match.size(), false)) {
+            const std::size_t from =
+                autoheal::diag::EvidenceStart(lines[i], autoheal::diag::ParseLogLine(lines[i]),
+                                              begin, begin + match.size(), false);
+            if (from != std::string_view::npos) {
                 want.push_back(i + 1);
+                starts[sig.name][i + 1] = from;
             }
         }
         const std::vector<std::size_t>& have = got[sig.name];
@@ -89,6 +97,14 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
             for (std::size_t n : have) detail += " " + std::to_string(n);
             Fail("signature '" + sig.name + "' (" + sig.regex +
                  "): lines RE2 matches | lines the scanner found:" + detail);
+        }
+        for (const auto& e : set.items) {
+            if (e.source != source || e.signature != sig.name) continue;
+            const std::string_view line = lines[e.line - 1].substr(starts[sig.name][e.line]);
+            if (e.text != line.substr(0, limits.max_text)) {
+                Fail("evidence text for '" + e.signature + "' is not line " +
+                     std::to_string(e.line) + " from its record on");
+            }
         }
         if (set.Count(sig.name) != want.size()) {
             Fail("signature '" + sig.name + "': counted " + std::to_string(set.Count(sig.name)) +

@@ -389,6 +389,18 @@ std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed) {
     return kernel ? at : std::string_view::npos;
 }
 
+std::size_t EvidenceStart(std::string_view line, const LogLine& parsed, std::size_t begin,
+                          std::size_t end, bool kernel_only) {
+    if (IsAdmissible(line, parsed, begin, end, kernel_only)) return 0;
+    if (kernel_only) return std::string_view::npos;
+    const std::size_t from = RelayedKernelRecord(line, parsed);
+    if (from == std::string_view::npos || begin < from) return std::string_view::npos;
+    const std::string_view relayed = line.substr(from);
+    return IsAdmissible(relayed, ParseLogLine(relayed), begin - from, end - from, false)
+               ? from
+               : std::string_view::npos;
+}
+
 bool IsKernelRecord(std::string_view line) { return IsKernelRecord(line, ParseLogLine(line)); }
 
 bool IsKernelRecord(std::string_view line, const LogLine& parsed) {

@@ -372,16 +372,9 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
     }
     const auto begin = static_cast<std::size_t>(groups[0].data() - line.data());
     const std::size_t end = begin + groups[0].size();
-    std::size_t from = 0;  // where the evidence's record starts: past the words that relay it
-    if (!IsAdmissible(line, parsed, begin, end, kind == InputKind::kKernelLog)) {
-        if (kind == InputKind::kKernelLog) return;
-        from = RelayedKernelRecord(line, parsed);
-        if (from == std::string_view::npos || begin < from) return;
-        const std::string_view relayed = line.substr(from);
-        if (!IsAdmissible(relayed, ParseLogLine(relayed), begin - from, end - from, false)) {
-            return;
-        }
-    }
+    // Where the evidence's record starts: past the words that relay it, if any.
+    const std::size_t from = EvidenceStart(line, parsed, begin, end, kind == InputKind::kKernelLog);
+    if (from == std::string_view::npos) return;
     if (past_cap) {
         ++out->matched[sig];
         return;

@@ -73,6 +73,12 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
 // a record quoted by another program is that program's words.
 std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed);
 
+// Where the evidence for a match at [begin, end) of `line` starts: 0 where the line admits it
+// (IsAdmissible), the relayed record's offset where, in pasted text (not `kernel_only`), the
+// line relays a kernel record that admits it (RelayedKernelRecord); npos where it is no evidence.
+std::size_t EvidenceStart(std::string_view line, const LogLine& parsed, std::size_t begin,
+                          std::size_t end, bool kernel_only);
+
 // Whether `line` is the kernel's own record by its prefix (kmsg facility 0, a `kernel` tag, a
 // bare dmesg time) or a driver speaking where its message starts ("NVRM: ...", "mlx5_core ...").
 // The strongest kind of evidence: the driver itself saw the fault.
