@@ -57,16 +57,14 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
         lines.push_back(line);
         pos = nl + 1;
     }
-    // signature -> line -> where its evidence starts (EvidenceStart), for the lines RE2 matches
-    std::map<std::string, std::map<std::size_t, std::size_t>> starts;
-    std::map<std::string, std::vector<std::size_t>> got;  // signature -> line numbers
+    std::map<std::string, std::vector<const autoheal::diag::Evidence*>> got;  // by signature
     for (const auto& e : set.items) {
         if (e.source != source) continue;
         if (e.line < 1 || e.line > lines.size()) {
             Fail("evidence for '" + e.signature + "' on line " + std::to_string(e.line) + " of " +
                  std::to_string(lines.size()));
         }
-        got[e.signature].push_back(e.line);
+        got[e.signature].push_back(&e);
     }
     for (const auto& sig : rules.signatures) {
         std::unique_ptr<RE2> local;
@@ -75,6 +73,7 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
         const RE2& re = *slot;
         if (!re.ok()) Fail("signature '" + sig.name + "' does not compile with RE2");
         std::vector<std::size_t> want;
+        std::map<std::size_t, std::size_t> starts;  // line -> where its evidence starts
         for (std::size_t i = 0; i < lines.size(); ++i) {
             const re2::StringPiece text_i(lines[i].data(), lines[i].size());
             re2::StringPiece match;
@@ -85,10 +84,11 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
                                               begin, begin + match.size(), false);
             if (from != std::string_view::npos) {
                 want.push_back(i + 1);
-                starts[sig.name][i + 1] = from;
+                starts[i + 1] = from;
             }
         }
-        const std::vector<std::size_t>& have = got[sig.name];
+        std::vector<std::size_t> have;
+        for (const autoheal::diag::Evidence* e : got[sig.name]) have.push_back(e->line);
         const std::size_t kept = std::min(want.size(), limits.per_signature_cap);
         if (have != std::vector<std::size_t>(want.begin(), want.begin() + kept)) {
             std::string detail;
@@ -98,12 +98,11 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
             Fail("signature '" + sig.name + "' (" + sig.regex +
                  "): lines RE2 matches | lines the scanner found:" + detail);
         }
-        for (const auto& e : set.items) {
-            if (e.source != source || e.signature != sig.name) continue;
-            const std::string_view line = lines[e.line - 1].substr(starts[sig.name][e.line]);
-            if (e.text != line.substr(0, limits.max_text)) {
-                Fail("evidence text for '" + e.signature + "' is not line " +
-                     std::to_string(e.line) + " from its record on");
+        for (const autoheal::diag::Evidence* e : got[sig.name]) {
+            const std::string_view line = lines[e->line - 1].substr(starts[e->line]);
+            if (e->text != line.substr(0, limits.max_text)) {
+                Fail("evidence text for '" + e->signature + "' is not line " +
+                     std::to_string(e->line) + " from its record on");
             }
         }
         if (set.Count(sig.name) != want.size()) {
