@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -136,10 +137,20 @@ TEST_F(Burst, TwentyJobsFailingAtOnceWithAHangingWebhookAreAllRequeued) {
                         std::to_string(webhook.port()) + "/tickets', timeout_seconds: 10}\n");
     const std::string go = ClusterDir() + "/state/burst-go";
     std::filesystem::remove(go);
+    // Each task's script starts after its prolog took the node's kernel log cursor: a task marks
+    // itself started here, and the kernel records come after all 20 marks (Slurm shows a task
+    // RUNNING while its prolog still runs; a record written before the cursor is not the run's).
+    const std::string started = ClusterDir() + "/state/burst-started";
+    std::filesystem::remove_all(started);
+    std::filesystem::create_directories(started);
+    ASSERT_TRUE(GiveToUser(started, kJobUser));
     // Each task waits until all 20 run, then its first run fails as NCCL reports a dead link.
     const std::string script =
         "#!/bin/bash\n"
         "if [ \"${SLURM_RESTART_COUNT:-0}\" != 0 ]; then echo rerun done; exit 0; fi\n"
+        "touch " +
+        started +
+        "/$SLURM_JOB_ID\n"
         "while [ ! -e " +
         go +
         " ]; do sleep 0.2; done\n"
@@ -151,9 +162,8 @@ TEST_F(Burst, TwentyJobsFailingAtOnceWithAHangingWebhookAreAllRequeued) {
     auto array = Track(Submit({"--array=1-20", "-n", "1", "--auto-resume=1"}, script, &r));
     ASSERT_TRUE(array) << r.err;
     ASSERT_TRUE(WaitUntil([&] {
-        int running = 0;
-        for (const auto& [id, f] : ArrayTasks(*array)) running += f.at("JobState") == "RUNNING";
-        return running == 20;
+        const auto marks = std::filesystem::directory_iterator(started);
+        return std::distance(std::filesystem::begin(marks), std::filesystem::end(marks)) == 20;
     })) << RunCommand({"squeue"}).out;
     // The nodes' own record of it (a job's output alone opens no ticket): their ports went down.
     std::set<std::string> nodes;
