@@ -114,9 +114,22 @@ TEST_P(ClassifyFixture, MatchesExpectation) {
     }
 }
 
+// `text` as an 80-column terminal or serial console shows it: each longer line in pieces.
+std::string HardWrapped(const std::string& text) {
+    return EachLine(text, [](std::string l) {
+        std::string out;
+        while (l.size() > 80) {
+            out += l.substr(0, 80) + "\n";
+            l.erase(0, 80);
+        }
+        return out + l;
+    });
+}
+
 // A log reads the same as people paste it: quoted in a mail or an issue ("> "), coloured by a
-// terminal, indented as a Markdown code block, with CRLF line ends.
-TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedOrWithCrlf) {
+// terminal, indented as a Markdown code block, with CRLF line ends, copied from an 80-column
+// terminal that wrapped its long lines.
+TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedWrappedOrWithCrlf) {
     const Fixture& f = GetParam();
     const DiagnoseOptions options = OptionsFor(f);
     const Diagnosis want = Classify(f.log, options);
@@ -125,6 +138,7 @@ TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedOrWithCrlf) {
         {"coloured", EachLine(f.log, [](std::string l) { return "\x1b[1;31m" + l + "\x1b[0m"; })},
         {"indented", EachLine(f.log, [](std::string l) { return "    " + l; })},
         {"crlf", EachLine(f.log, [](std::string l) { return l + "\r"; })},
+        {"wrapped at 80 columns", HardWrapped(f.log)},
     };
     for (const auto& [how, text] : pastes) {
         const Diagnosis got = Classify(text, options);

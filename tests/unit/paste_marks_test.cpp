@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace autoheal::diag {
@@ -51,6 +52,66 @@ TEST(PasteMarks, LineCountStays) {
     const std::string text = "> a\n\x1b[0m\n    b\n\n> c";
     const std::string out = Stripped(text);
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+}
+
+// `line` cut into pieces of `width` columns, as a terminal shows a longer line.
+std::string HardWrap(std::string line, std::size_t width) {
+    std::string out;
+    while (line.size() > width) {
+        out += line.substr(0, width) + "\n";
+        line.erase(0, width);
+    }
+    return out + line + "\n";
+}
+
+TEST(PasteMarks, ATerminalsWrapIsUndoneOnTheFirstLineOfEach) {
+    const std::string xid =
+        "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen "
+        "off the bus.";
+    const std::string nccl =
+        "node-5:4417:4530 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from "
+        "peer 10.2.0.9<33092> with error 12, opcode 0, len 0, vendor err 129 (Recv) localGid "
+        "::ffff:10.2.0.5 remoteGids::ffff:10.2.0.9 hca mlx5_0";
+    // At 80 columns (a serial console's) one wrapped line is enough; the pieces after the first
+    // are left empty, so the lines keep their numbers.
+    EXPECT_EQ(Stripped("boot\n" + HardWrap(xid, 80) + "done\n"), "boot\n" + xid + "\n\ndone\n");
+    // A line in three pieces, with CRLF line ends, and quoted.
+    const std::string three = HardWrap(nccl, 80);
+    EXPECT_EQ(Stripped(three), nccl + "\n\n\n");
+    std::string crlf;
+    for (char c : three) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    EXPECT_EQ(Stripped(crlf), nccl + "\r\n\n\n");  // the emptied pieces keep no CR
+    // At another width, two wrapped lines are wanted.
+    EXPECT_EQ(Stripped(HardWrap(xid, 70) + HardWrap(nccl, 70)), xid + "\n\n" + nccl + "\n\n\n\n");
+}
+
+TEST(PasteMarks, LinesThatOnlyLookWrappedStay) {
+    // A drawn table's rows all fill its width and start and end with its border.
+    const std::string table =
+        "+-----------------------------------------------------------------------------+\n"
+        "| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+        "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:3B:00.0 Off |        4 |\n"
+        "+-----------------------------------------------------------------------------+\n";
+    EXPECT_EQ(Stripped(table), table);
+    // Records of one program start alike, whatever their length.
+    const std::string same =
+        "gpu-node21:7783:7990 [7] transport/net_ib.cc:2292 NCCL WARN NET/IB: Got completion from "
+        "peer 10.10.5.30<40977> with status=5\n"
+        "gpu-node21:7781:7992 [6] transport/net_ib.cc:2292 NCCL WARN NET/IB: Got completion\n"
+        "gpu-node21:7783:7990 [7] transport/net_ib.cc:2292 NCCL WARN NET/IB: Got completion from "
+        "peer 10.10.5.30<40977> with status=5\n"
+        "gpu-node21:7782:7995 [6] NCCL INFO proxy.cc:698 -> 6\n";
+    EXPECT_EQ(Stripped(same), same);
+    // A line with a prefix of its own starts a record.
+    const std::string kernel =
+        "Dec  1 03:14:07 gpu-c07 kernel: mlx5_core 0000:61:00.0: wait_func_handle_exec_timeout\n"
+        "Dec  1 03:14:07 gpu-c07 kernel: mlx5_core 0000:61:00.0: cmd[22]: CREATE_DCT(0x710)\n";
+    EXPECT_EQ(Stripped(kernel), kernel);
+    // Away from 80 columns, one longest line followed by a bare one is a log's own layout.
+    const std::string one =
+        "RuntimeError: CUDA error: an illegal memory access was encountered on rank 3\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call\n";
+    EXPECT_EQ(Stripped(one), one);
 }
 
 }  // namespace

@@ -5,13 +5,21 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+
+#include "autoheal/diag/log_line.h"
 
 namespace autoheal::diag {
 namespace {
 
 constexpr std::size_t kNone = std::string_view::npos;
-constexpr std::size_t kBareColourWindow = std::size_t{64} * 1024;
+// What only a paste shows is looked for in a text's first 64 KiB (colours without ESC), or in a
+// text no longer than that (a terminal's wrap): where a paste is, at a cost a log does not notice.
+constexpr std::size_t kHeadWindow = std::size_t{64} * 1024;
+// The narrowest terminal whose wrap is undone: narrower "wraps" are a log's short lines.
+constexpr std::size_t kMinWrapWidth = 60;
+constexpr std::size_t kConsoleWidth = 80;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
@@ -190,12 +198,130 @@ std::optional<std::string> Dedented(std::string_view text) {
     return Dedent(text, indent);
 }
 
-}  // namespace
+// The columns a terminal gives `line`: its UTF-8 code points, less a CR at its end.
+std::size_t Columns(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::size_t n = 0;
+    for (const char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return n;
+}
 
-std::optional<std::string> StripPasteMarks(std::string_view text) {
+// Whether `before` and `line` are rows of a drawn table (nvidia-smi's): one ends with its border
+// and the next starts with one.
+bool TableRows(std::string_view before, std::string_view line) {
+    while (!before.empty() && (before.back() == '\r' || IsBlank(before.back()))) {
+        before.remove_suffix(1);
+    }
+    const std::size_t start = line.find_first_not_of(" \t");
+    return !before.empty() && (before.back() == '|' || before.back() == '+') &&
+           start != std::string_view::npos && (line[start] == '|' || line[start] == '+');
+}
+
+// Whether `before` ends inside a word that `line` goes on with: a letter or digit, then a
+// lower-case letter.
+bool WordCut(std::string_view before, std::string_view line) {
+    while (!before.empty() && before.back() == '\r') before.remove_suffix(1);
+    return !before.empty() && !line.empty() &&
+           std::isalnum(static_cast<unsigned char>(before.back())) != 0 &&
+           std::islower(static_cast<unsigned char>(line.front())) != 0;
+}
+
+// Whether `line` may go on from `before`, as a terminal's wrap leaves it: not blank, not
+// starting as `before` does (a wrap's pieces differ; lines that start alike are records), and
+// a word cut in two or no prefix of its own (a time, a host, a program's tag, a kmsg or PRI
+// header starts a record).
+bool Continues(std::string_view before, std::string_view line) {
+    if (IsBlankLine(line) || TableRows(before, line)) return false;
+    // A record of the same program again ("host:pid:tid [dev] NCCL ...", "  File ..."), or the
+    // same line again.
+    constexpr std::size_t kSameStart = 8;
+    if (line.size() >= kSameStart && before.substr(0, kSameStart) == line.substr(0, kSameStart)) {
+        return false;
+    }
+    // A word cut in two goes on, whatever the rest looks like ("...errors det" + "ected: [
+    // 3606.832215] NVRM: ..." is no pdsh host's line).
+    if (WordCut(before, line)) return true;
+    const LogLine parsed = ParseLogLine(line);
+    return parsed.time.empty() && parsed.host.empty() && parsed.tag.empty() && parsed.facility < 0;
+}
+
+// The width a terminal hard-wrapped `text` at, for a paste (a text of at most 64 KiB; a log
+// file is read as its programs wrote it): its longest lines have exactly W columns (at least
+// 60), and at least two of them go on in a shorter line (one that starts with no prefix of its
+// own, or goes on with a word cut in two), one of them with a word cut in two, and the lines
+// almost as long (7/8 W and more, a wrap's last pieces aside) are no more than those exactly W
+// long (a log's long lines vary in length; a wrap's pieces fill the terminal). At 80 columns,
+// one such line is enough. 0 when it was not wrapped.
+std::size_t WrapWidth(std::string_view text) {
+    if (text.size() > kHeadWindow) return 0;  // a log file's chunk, not a paste
+    const std::string_view head = text;
+    std::size_t width = 0;
+    for (std::size_t pos = 0; pos < head.size();) {
+        const std::size_t end = LineEnd(head, pos);
+        width = std::max(width, Columns(head.substr(pos, end - pos)));
+        pos = end + 1;
+    }
+    if (width < kMinWrapWidth) return 0;
+    std::size_t full = 0, near = 0, going_on = 0, cut = 0;
+    std::string_view before;
+    bool before_full = false;
+    for (std::size_t pos = 0; pos < head.size();) {
+        const std::size_t end = LineEnd(head, pos);
+        const std::string_view line = head.substr(pos, end - pos);
+        const bool piece = before_full && Continues(before, line);
+        const std::size_t cols = Columns(line);
+        going_on += piece && cols < width;  // where a wrapped line ends
+        cut += piece && WordCut(before, line);
+        before_full = cols == width;
+        full += before_full;
+        near += !piece && !before_full && cols * 8 >= width * 7;  // a last piece: any length
+        before = line;
+        pos = end + 1;
+    }
+    // One wrapped line is enough at 80 columns, a serial console's and a classic terminal's
+    // width (a log's longest line is seldom exactly that long); elsewhere two are wanted.
+    // Nor is a text that fits 80 columns laid out by the length of its lines (MPI's 74-dash
+    // banners, 78-column tables).
+    if (width == kConsoleWidth) return going_on >= 1 ? width : 0;
+    return going_on >= 2 && cut >= 1 && near <= full ? width : 0;
+}
+
+// `text` with each line of `width` columns joined to the line that goes on from it (and that
+// one's to the next, while each fills the terminal); a line joined to the one before it is left
+// empty, so the lines after keep their numbers.
+std::string Unwrap(std::string_view text, std::size_t width) {
+    std::string out;
+    out.reserve(text.size());
+    bool joining = false;  // the line just appended fills the terminal, and may go on
+    std::string_view before;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t end = LineEnd(text, pos);
+        const std::string_view line = text.substr(pos, end - pos);
+        const bool goes_on = joining && Continues(before, line);
+        std::size_t empty_lines = 0;
+        if (goes_on) {
+            // Its place: back before the newlines written since the line it continues.
+            const std::size_t at = out.find_last_not_of('\n');
+            empty_lines = out.size() - at - 1;
+            out.resize(at + 1);
+            if (!out.empty() && out.back() == '\r') out.pop_back();
+        }
+        out.append(line);
+        out.append(empty_lines, '\n');
+        if (end < text.size()) out.push_back('\n');
+        joining = Columns(line) == width;
+        before = line;
+        pos = end + 1;
+    }
+    return out;
+}
+
+// `text` without quote marks, escape sequences and common indentation, or nothing when it has
+// none.
+std::optional<std::string> StripMarks(std::string_view text) {
     // Colours without their ESC byte, and in caret notation, are looked for where a paste
     // starts: searching all of a large log for "[0m" would cost more than the rest of this.
-    const std::string_view head = text.substr(0, kBareColourWindow);
+    const std::string_view head = text.substr(0, kHeadWindow);
     const bool bare = head.find("[0m") != std::string_view::npos;
     const bool marks = bare || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
     if (!marks) return Dedented(text);
@@ -211,6 +337,16 @@ std::optional<std::string> StripPasteMarks(std::string_view text) {
     }
     if (auto dedented = Dedented(out)) return dedented;
     return out;
+}
+
+}  // namespace
+
+std::optional<std::string> StripPasteMarks(std::string_view text) {
+    std::optional<std::string> clean = StripMarks(text);
+    const std::string_view marks_off = clean ? std::string_view(*clean) : text;
+    // A terminal's wrap last: its width is that of the text as the terminal showed it.
+    if (const std::size_t width = WrapWidth(marks_off)) return Unwrap(marks_off, width);
+    return clean;
 }
 
 }  // namespace autoheal::diag

@@ -6,8 +6,13 @@
 //   - ANSI escape sequences anywhere (colours "\x1b[1;31m", "\x1b(B", OSC titles), also as a
 //     paste keeps them without their ESC byte ("[0m", "[1;31m") or in caret notation ("^[[0m"),
 //     those two when the first 64 KiB of the text show them (a paste's start, not a log's);
-//   - the indentation common to every non-blank line (a paste indented as a whole).
-// Only bytes inside lines go: line numbers stay those of the input.
+//   - the indentation common to every non-blank line (a paste indented as a whole);
+//   - a terminal's hard wrap (a line longer than the terminal copied as pieces of its width), in
+//     a paste of at most 64 KiB that shows one: each piece that fills the width is joined to the
+//     line that goes on from it (one with no prefix of its own, or a word cut in two), and that
+//     line is left empty.
+// Line numbers stay those of the input: what goes is bytes inside lines, and the pieces of a
+// wrapped line are read as its first.
 #pragma once
 
 #include <optional>
