@@ -254,20 +254,19 @@ bool Continues(std::string_view before, std::string_view line) {
 // one such line is enough. 0 when it was not wrapped.
 std::size_t WrapWidth(std::string_view text) {
     if (text.size() > kHeadWindow) return 0;  // a log file's chunk, not a paste
-    const std::string_view head = text;
     std::size_t width = 0;
-    for (std::size_t pos = 0; pos < head.size();) {
-        const std::size_t end = LineEnd(head, pos);
-        width = std::max(width, Columns(head.substr(pos, end - pos)));
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t end = LineEnd(text, pos);
+        width = std::max(width, Columns(text.substr(pos, end - pos)));
         pos = end + 1;
     }
     if (width < kMinWrapWidth) return 0;
     std::size_t full = 0, near = 0, going_on = 0, cut = 0;
     std::string_view before;
     bool before_full = false;
-    for (std::size_t pos = 0; pos < head.size();) {
-        const std::size_t end = LineEnd(head, pos);
-        const std::string_view line = head.substr(pos, end - pos);
+    for (std::size_t pos = 0; pos < text.size();) {
+        const std::size_t end = LineEnd(text, pos);
+        const std::string_view line = text.substr(pos, end - pos);
         const bool piece = before_full && Continues(before, line);
         const std::size_t cols = Columns(line);
         going_on += piece && cols < width;  // where a wrapped line ends
