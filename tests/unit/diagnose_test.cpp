@@ -195,6 +195,55 @@ TEST(Diagnose, NodeOptionNamesTheCulpritNode) {
     EXPECT_EQ(d.culprit.node, "node3");
 }
 
+// A rule's culprit_node names the part at fault when it is not the host whose log holds the
+// line: the peer an IB transport gave up on, the NFS server that stopped answering.
+TEST(Diagnose, APeerOrAServerTheLineNamesIsTheCulprit) {
+    Diagnosis ib = Classify(
+        "gpu3:91:123 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from peer "
+        "10.0.0.7<49577> with error 12, opcode 1, len 0, vendor err 129\n");
+    EXPECT_EQ(ib.rule, "nccl-ib-retry-exceeded");
+    EXPECT_EQ(ib.culprit.node, "10.0.0.7");
+    // A local error names this host: the peer did nothing.
+    Diagnosis local = Classify(
+        "gpu3:91:123 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from peer "
+        "10.0.0.7<49577> with error 4, opcode 0, len 0, vendor err 81\n");
+    EXPECT_EQ(local.rule, "nccl-ib-local-protection");
+    EXPECT_EQ(local.culprit.node, "gpu3");
+    // A masked address is no node.
+    Diagnosis masked = Classify(
+        "NCCL WARN NET/IB : Got completion from peer [PRIVATE_IP] with error 12, opcode 0, len "
+        "0, vendor err 129 (Recv)\n");
+    EXPECT_EQ(masked.rule, "nccl-ib-retry-exceeded");
+    EXPECT_EQ(masked.culprit.node, "");
+    Diagnosis nfs = Classify(
+        "Dec  1 10:00:00 gpu3 kernel: nfs: server filer01 not responding, "
+        "still trying\n");
+    EXPECT_EQ(nfs.rule, "nfs-timeout");
+    EXPECT_EQ(nfs.culprit.node, "filer01");
+}
+
+// Lines that name no host of their own: the node Slurm names for the failed task, else the one
+// host the other lines of the paste name; two hosts name none.
+TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
+    Diagnosis task = Classify(
+        "Traceback (most recent call last):\nValueError: bad shape\n"
+        "srun: error: cn110: task 0: Exited with exit code 1\n"
+        "srun: error: cn111: tasks 1-3: Exited with exit code 1\n");
+    EXPECT_EQ(task.culprit.node, "cn110");
+    Diagnosis step = Classify(
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "slurmstepd: error: *** STEP 42.0 ON i8024 CANCELLED AT 2024-01-25T12:30:14 ***\n");
+    EXPECT_EQ(step.culprit.node, "i8024");
+    auto warn = [](const std::string& host) {
+        return host + ":16:16 [6] misc/frob.cc:12 NCCL WARN frobnication failed\n";
+    };
+    const std::string error =
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n";
+    EXPECT_EQ(Classify(warn("vm-14") + error).culprit.node, "vm-14");
+    EXPECT_EQ(Classify(warn("vm-14") + warn("vm-15") + error).culprit.node, "");
+    EXPECT_EQ(Classify(warn("50428e4af543") + error).culprit.node, "");
+}
+
 TEST(Diagnose, NvlinkRegistersAreDecodedPerTheCatalog) {
     EvidenceSet set;
     Diagnosis mech = Classify(

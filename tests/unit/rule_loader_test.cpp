@@ -74,6 +74,23 @@ TEST(RuleLoader, InterruptsJobIsReadAndChecked) {
     EXPECT_FALSE(bad.result.ok()) << bad.result.Format();
 }
 
+TEST(RuleLoader, CulpritNodeIsAFieldName) {
+    auto l = Load({{"base.yaml", kBase},
+                   {"r.yaml",
+                    "- rule: far\n  match: {xid: [79]}\n  cause: faulty_gpu\n"
+                    "  culprit_node: peer\n"}});
+    ASSERT_TRUE(l.rules) << l.result.Format();
+    EXPECT_EQ(l.rules->FindRule("far")->culprit_node, "peer");
+    for (const char* value : {"[peer]", "'Peer Host'", "''"}) {
+        auto bad = Load({{"base.yaml", kBase},
+                         {"r.yaml", std::string("- rule: far\n  match: {xid: [79]}\n"
+                                                "  cause: faulty_gpu\n  culprit_node: ") +
+                                        value + "\n"}});
+        EXPECT_FALSE(bad.result.ok()) << value;
+        EXPECT_THAT(bad.result.Format(), ::testing::HasSubstr("r.yaml:4:17")) << value;
+    }
+}
+
 TEST(RuleLoader, AGuessNamesACauseOnly) {
     auto l = Load({{"base.yaml", kBase},
                    {"r.yaml",

@@ -126,6 +126,35 @@ std::string OnlyXidGpu(const EvidenceSet& set, std::size_t source) {
     return gpu;
 }
 
+// The node Slurm names for the job's first failed task or its step (`context-task-node`: srun's
+// "NODE: task 3: Exited with exit code 1", slurmstepd's "*** STEP 42.0 ON NODE CANCELLED"), when
+// it is one node and not a hostlist.
+std::string TaskNode(const EvidenceSet& set, std::size_t source) {
+    for (const Evidence& e : set.items) {
+        if (e.signature != "context-task-node" || e.source != source) continue;
+        for (std::string_view field : {"task_node", "step_node", "stepd_node"}) {
+            if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);
+        }
+    }
+    return "";
+}
+
+// The one host every line of input `source` that names a host names (its syslog or journald
+// prefix, NCCL's "host:pid:tid [n]"): a paste from one machine, when the winning lines carry
+// no prefix of their own. A container's id or "localhost" names no machine of the cluster.
+std::string OnlyHost(const EvidenceSet& set, std::size_t source) {
+    std::string host;
+    for (const Evidence& e : set.items) {
+        if (e.source != source) continue;
+        auto v = e.Field("host");
+        if (!v || v->empty()) continue;
+        if (!host.empty() && host != *v) return "";
+        host = std::string(*v);
+    }
+    if (IsContainerHostname(host) || host == "localhost") return "";
+    return host;
+}
+
 // A field's value as a number when it is only digits (at most 8), else none.
 std::optional<int> SmallNumber(const std::string& text) {
     if (text.empty() || text.size() > 8 ||
@@ -293,6 +322,10 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     d.culprit.node = options.node;
     // A node the message names ("Setting node gpu07 state to INVAL", "Node failure on gpu07") is
     // the culprit, not the host whose log holds the line (the controller's, a login node's).
+    // A rule may name another field: the peer an IB transport gave up on, an NFS server.
+    if (d.culprit.node.empty() && !rule.culprit_node.empty()) {
+        d.culprit.node = FirstField(winner->evidence, {std::string_view(rule.culprit_node)});
+    }
     if (d.culprit.node.empty()) d.culprit.node = FirstField(winner->evidence, {"node", "host"});
     // A device's PCI id (`bdf`: AER, a NIC's driver) names the GPU only for a GPU cause; a
     // network adapter's or a bridge's address is not a culprit GPU.
@@ -309,6 +342,8 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-cloud-instance", "instance", source);
     }
+    if (d.culprit.node.empty()) d.culprit.node = TaskNode(set, source);
+    if (d.culprit.node.empty()) d.culprit.node = OnlyHost(set, source);
     if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyXidGpu(set, source);
     if (gpu_cause && d.culprit.gpu.empty() && !d.culprit.gpu_index) {
         d.culprit.gpu_index =

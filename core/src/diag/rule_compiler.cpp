@@ -633,6 +633,16 @@ void Compiler::CompileRule(const ItemInfo& item) {
         ok = CheckGuess(item, it->second, rule) && ok;
         if (rule.guess) rule.requeue = false;
     }
+    if (auto it = item.keys.find("culprit_node"); it != item.keys.end()) {
+        static const RE2 kFieldName("[a-z][a-z0-9_]*");
+        if (!it->second.IsScalar() || !RE2::FullMatch(it->second.Scalar(), kFieldName)) {
+            Error(item, it->second, "LOAD_ERR_YAML_VALIDATE",
+                  "culprit_node: expected an evidence field name (peer, server)");
+            ok = false;
+        } else {
+            rule.culprit_node = it->second.Scalar();
+        }
+    }
     if (auto it = item.keys.find("priority"); it != item.keys.end()) {
         int p = 0;
         if (!it->second.IsScalar() || !YAML::convert<int>::decode(it->second, p) || p < 0 ||

@@ -27,6 +27,7 @@ const std::set<std::string>& AllowedKeys(ItemKind kind) {
                                              "contributes_actions",
                                              "interrupts_job",
                                              "guess",
+                                             "culprit_node",
                                              "example",
                                              "enabled",
                                              "override"};

@@ -21,6 +21,8 @@
 //     confidence: 0..1
 //     suppressed_by: [RULE]  sympathetic: never the root cause when one of these fires
 //     contributes_actions: true   its actions join the winning plan (e.g. Xid 154 advice)
+//     culprit_node: FIELD    the evidence field naming the culprit node when it is not the
+//                            line's own host (an IB peer the transport gave up on)
 //     guess: true            names only the likeliest cause of lines no other rule reads: it
 //                            decides only when nothing else fires, takes no actions and no
 //                            requeue, and explains no failure (blames no node; a failed run
@@ -124,6 +126,10 @@ struct Rule {
     bool interrupts_job = false;
     // Names only the likeliest cause of lines no other rule reads (see `guess:` above).
     bool guess = false;
+    // The evidence field that names the culprit node when the line's own host is not it (the
+    // peer an IB transport gave up on, the NFS server that stopped answering); empty: the
+    // line's `node`, then its `host`.
+    std::string culprit_node;
     std::vector<Escalation> escalate;
     Location where;
 };
