@@ -91,6 +91,29 @@ TEST(RuleLoader, CulpritNodeIsAFieldName) {
     }
 }
 
+// A kind an analyzer makes from lines (the NCCL rank analyzers) may be shown by those lines: the
+// example is read by the signatures the analyzer reads, then analyzed.
+TEST(RuleLoader, AnAnalyzersKindMayBeShownByTheLinesItReads) {
+    const std::string sig =
+        "- signature: nccl-watchdog-timeout\n"
+        "  regex: '\\[Rank (?P<rank>\\d+)\\] Watchdog caught collective operation timeout: "
+        "WorkNCCL\\(SeqNum=(?P<seq>\\d+), OpType=(?P<op>\\w+)'\n";
+    auto line = [](int rank, int seq) {
+        return "    - '[Rank " + std::to_string(rank) +
+               "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" +
+               std::to_string(seq) + ", OpType=ALLREDUCE, NumelIn=8, NumelOut=8)'\n";
+    };
+    const std::string rule =
+        "- rule: desync\n  match: {signature: nccl-ranks-desync}\n  cause: user_error\n"
+        "  example:\n";
+    auto good = Load({{"base.yaml", kBase}, {"r.yaml", sig + rule + line(0, 7) + line(1, 8)}});
+    EXPECT_TRUE(good.rules) << good.result.Format();
+    // Ranks that agree are no desync: the rule does not fire on that example.
+    auto bad = Load({{"base.yaml", kBase}, {"r.yaml", sig + rule + line(0, 7) + line(1, 7)}});
+    EXPECT_FALSE(bad.result.ok());
+    EXPECT_THAT(bad.result.Format(), ::testing::HasSubstr("LOAD_ERR_EXAMPLE_MISMATCH"));
+}
+
 TEST(RuleLoader, AGuessNamesACauseOnly) {
     auto l = Load({{"base.yaml", kBase},
                    {"r.yaml",

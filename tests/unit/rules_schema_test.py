@@ -128,6 +128,19 @@ class RulesSchemaTest(unittest.TestCase):
                     [f"{list(e.absolute_path)}: {e.message[:300]}" for e in errs], [],
                     f"{path} does not validate against {SCHEMA_PATH}")
 
+    def test_every_shipped_rule_cites_its_documentation_and_carries_an_example(self):
+        # Issue 14: a shipped rule says where it comes from (`doc`, shown by classify --explain)
+        # and what it fires on (`example`, which the loader checks it fires on).
+        missing = []
+        for path in sorted(glob.glob(os.path.join(RULES_DIR, "*.yaml"))):
+            for item in load_yaml(path) or []:
+                if "rule" not in item or item.get("enabled", True) is False:
+                    continue
+                for key in ("doc", "example"):
+                    if not item.get(key):
+                        missing.append(f"{os.path.basename(path)}: {item['rule']}: no {key}")
+        self.assertEqual(missing, [])
+
     def test_bad_fixtures_are_rejected_by_schema_and_loader(self):
         files = sorted(glob.glob(os.path.join(FIXTURES, "bad-*.yaml")))
         self.assertGreaterEqual(len(files), 5)

@@ -523,7 +523,19 @@ void Compiler::ScanExampleLine(const Condition& match, const std::string& line, 
         if (e.signature == match.signature && e.line == line_no) return;  // already read
     }
     const RE2* re = Pattern(match.signature);
-    if (re == nullptr) return;  // a built-in kind: an example line cannot show it
+    if (re == nullptr) {
+        // A built-in kind: an analyzer's is made from lines its own signatures read (Analyze
+        // runs on the example after); a typed kind's cannot be shown by a line.
+        for (const BuiltinSignature& b : BuiltinSignatures()) {
+            if (match.signature != b.name) continue;
+            for (const std::string& input : b.reads) {
+                Condition leaf;
+                leaf.signature = input;
+                ScanExampleLine(leaf, line, line_no, set);
+            }
+        }
+        return;
+    }
     Evidence e;
     e.signature = match.signature;
     e.line = line_no;

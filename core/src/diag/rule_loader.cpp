@@ -44,23 +44,35 @@ const SignatureDef* RuleSet::FindSignature(const std::string& name) const {
 }
 
 const std::vector<BuiltinSignature>& BuiltinSignatures() {
+    // What the NCCL rank analyzers (analyze.cpp, AnalyzeNccl) read: the watchdog's timeouts,
+    // where each rank's process group was, and the ranks the job's output names.
+    static const std::vector<std::string> kRankAnalyzerReads{
+        "nccl-watchdog-timeout", "context-nccl-progress", "context-torch-rank"};
     static const std::vector<BuiltinSignature> kBuiltins{
         {"nccl-ranks-desync",
          "NCCL watchdog timeouts on several ranks disagree on the collective (SeqNum, OpType or "
          "size): the ranks are running different code paths",
-         {"ranks", "seqs", "ops"}},
+         {"ranks", "seqs", "ops"},
+         "",
+         kRankAnalyzerReads},
         {"nccl-ranks-agree",
          "NCCL watchdog timeouts on several ranks all wait in the same collective: a peer or "
          "the fabric hung",
-         {"ranks", "seq", "op"}},
+         {"ranks", "seq", "op"},
+         "",
+         kRankAnalyzerReads},
         {"nccl-missing-rank",
          "a rank that appears in the job's output never reported the collective its peers "
          "timed out in: it is the straggler",
-         {"rank", "ranks"}},
+         {"rank", "ranks"},
+         "",
+         kRankAnalyzerReads},
         {"nccl-first-collective",
          "the watchdog timed out on the first collective of a process group: setup, "
          "configuration or connectivity",
-         {"seq", "op"}},
+         {"seq", "op"},
+         "",
+         kRankAnalyzerReads},
         {"nccl-fr-culprit",
          "made from PyTorch's NCCL flight recorder dumps (the job's own files): the rank(s) behind "
          "the collective the others wait in (state: never-entered, not-completed, no-dump), with "

@@ -149,6 +149,9 @@ struct BuiltinSignature {
     const char* desc;
     std::vector<std::string> fields;
     const char* example = "";  // "counter=... gpu=..." for `rules explain`; may be empty
+    // The pattern signatures an analyzer makes this kind from: a rule's example may be log lines
+    // for them (the NCCL rank analyzers read the watchdog's timeouts and the ranks' prefixes).
+    std::vector<std::string> reads = {};
 };
 const std::vector<BuiltinSignature>& BuiltinSignatures();
 
