@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string_view>
@@ -93,13 +94,16 @@ std::string FirstField(const std::vector<const Evidence*>& evidence,
     return "";
 }
 
-// A field of the first `signature` item in input `source` (context the winning lines do not
-// carry themselves: the shell prompt of a pasted session, the device a library names).
-std::string ContextField(const EvidenceSet& set, std::string_view signature, std::string_view field,
-                         std::size_t source) {
+// The first of `fields` that the first `signature` item of input `source` to carry one has
+// (context the winning lines do not carry themselves: the shell prompt of a pasted session, the
+// device a library names, the node Slurm names for a failed task).
+std::string ContextField(const EvidenceSet& set, std::string_view signature,
+                         std::initializer_list<std::string_view> fields, std::size_t source) {
     for (const Evidence& e : set.items) {
         if (e.signature != signature || e.source != source) continue;
-        if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);
+        for (std::string_view field : fields) {
+            if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);
+        }
     }
     return "";
 }
@@ -112,47 +116,20 @@ bool IsContainerHostname(std::string_view host) {
            });
 }
 
-// The GPU every Xid of input `source` names, when they all name the same one: the culprit GPU
-// of a diagnosis whose own lines name none (a hang on a node whose kernel log shows one GPU).
-std::string OnlyXidGpu(const EvidenceSet& set, std::size_t source) {
-    std::string gpu;
+// The one value of `field` that every item of input `source` carrying it has (only `signature`
+// items, when one is named), else "": the GPU every Xid names (a hang on a node whose kernel
+// log shows one GPU), the host every prefixed line names (a paste from one machine).
+std::string OnlyField(const EvidenceSet& set, std::size_t source, std::string_view field,
+                      std::string_view signature = {}) {
+    std::string only;
     for (const Evidence& e : set.items) {
-        if (e.signature != "xid" || e.source != source) continue;
-        auto pci = e.Field("pci");
-        if (!pci || pci->empty()) continue;
-        if (!gpu.empty() && gpu != *pci) return "";
-        gpu = std::string(*pci);
-    }
-    return gpu;
-}
-
-// The node Slurm names for the job's first failed task or its step (`context-task-node`: srun's
-// "NODE: task 3: Exited with exit code 1", slurmstepd's "*** STEP 42.0 ON NODE CANCELLED"), when
-// it is one node and not a hostlist.
-std::string TaskNode(const EvidenceSet& set, std::size_t source) {
-    for (const Evidence& e : set.items) {
-        if (e.signature != "context-task-node" || e.source != source) continue;
-        for (std::string_view field : {"task_node", "step_node", "stepd_node"}) {
-            if (auto v = e.Field(field); v && !v->empty()) return std::string(*v);
-        }
-    }
-    return "";
-}
-
-// The one host every line of input `source` that names a host names (its syslog or journald
-// prefix, NCCL's "host:pid:tid [n]"): a paste from one machine, when the winning lines carry
-// no prefix of their own. A container's id or "localhost" names no machine of the cluster.
-std::string OnlyHost(const EvidenceSet& set, std::size_t source) {
-    std::string host;
-    for (const Evidence& e : set.items) {
-        if (e.source != source) continue;
-        auto v = e.Field("host");
+        if (e.source != source || (!signature.empty() && e.signature != signature)) continue;
+        auto v = e.Field(field);
         if (!v || v->empty()) continue;
-        if (!host.empty() && host != *v) return "";
-        host = std::string(*v);
+        if (!only.empty() && only != *v) return "";
+        only = std::string(*v);
     }
-    if (IsContainerHostname(host) || host == "localhost") return "";
-    return host;
+    return only;
 }
 
 // A field's value as a number when it is only digits (at most 8), else none.
@@ -336,26 +313,36 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
     if (d.culprit.node.empty()) {
-        std::string host = ContextField(set, "context-shell-prompt", "prompt_host", source);
+        std::string host = ContextField(set, "context-shell-prompt", {"prompt_host"}, source);
         if (!IsContainerHostname(host)) d.culprit.node = std::move(host);
     }
     if (d.culprit.node.empty()) {
-        d.culprit.node = ContextField(set, "context-cloud-instance", "instance", source);
+        d.culprit.node = ContextField(set, "context-cloud-instance", {"instance"}, source);
     }
-    if (d.culprit.node.empty()) d.culprit.node = TaskNode(set, source);
-    if (d.culprit.node.empty()) d.culprit.node = OnlyHost(set, source);
-    if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyXidGpu(set, source);
+    // The node Slurm names for the job's first failed task or its step (srun's "NODE: task 3:
+    // Exited with exit code 1", slurmstepd's "*** STEP 42.0 ON NODE CANCELLED").
+    if (d.culprit.node.empty()) {
+        d.culprit.node = ContextField(set, "context-task-node",
+                                      {"task_node", "step_node", "stepd_node"}, source);
+    }
+    // Else the one host the input's prefixed lines name; a container's id or "localhost" names
+    // no machine of the cluster.
+    if (d.culprit.node.empty()) {
+        std::string host = OnlyField(set, source, "host");
+        if (!IsContainerHostname(host) && host != "localhost") d.culprit.node = std::move(host);
+    }
+    if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyField(set, source, "pci", "xid");
     if (gpu_cause && d.culprit.gpu.empty() && !d.culprit.gpu_index) {
         d.culprit.gpu_index =
-            SmallNumber(ContextField(set, "context-gpu-index", "gpu_index", source));
+            SmallNumber(ContextField(set, "context-gpu-index", {"gpu_index"}, source));
     }
     d.culprit.rank = SmallNumber(FirstField(winner->evidence, {"rank", "grank"}));
     ApplyEscalation(rule, options, &d);
     // A burn-in or benchmark tool's own output: the run tested the node; no job was interrupted,
     // so there is nothing to requeue (a failed burn-in run elsewhere proves nothing). The same
     // for a fault raised while the driver loaded or opened the GPU.
-    if (!ContextField(set, "context-burn-in-tool", "tool", source).empty() ||
-        !ContextField(set, "context-driver-start", "proc", source).empty()) {
+    if (!ContextField(set, "context-burn-in-tool", {"tool"}, source).empty() ||
+        !ContextField(set, "context-driver-start", {"proc"}, source).empty()) {
         d.requeue = false;
     }
     d.actions = NormalizePlan(std::move(d.actions));
