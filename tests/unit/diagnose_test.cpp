@@ -72,6 +72,40 @@ TEST(Diagnose, Xid45IsNeverTheRootCauseBesideAnotherXid) {
     EXPECT_EQ(alone.rule, "xid-45-alone");
 }
 
+// An Xid named in words (a drain reason, a health check, a ticket) is the event the catalog's
+// rules read; a line the kernel's own Xid signature or a health agent's already read is one
+// event, not two.
+TEST(Diagnose, AnXidNamedInWordsIsOneEventTheCatalogReads) {
+    auto xids = [](const EvidenceSet& set) {
+        std::vector<std::string> out;
+        for (const Evidence& e : set.items) {
+            if (e.signature == "xid") out.push_back(std::string(e.Field("xid").value_or("")));
+        }
+        return out;
+    };
+    EvidenceSet set;
+    Diagnosis words =
+        Classify("gpu-a017  drained  root  Xid 79 on GPU 3, needs reseat\n", {}, &set);
+    EXPECT_EQ(words.rule, "xid-79-fallen-off-bus");
+    EXPECT_EQ(words.cause, "faulty_gpu");
+    EXPECT_THAT(xids(set), ElementsAre("79"));
+
+    Diagnosis kernel = Classify(
+        "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=python, An uncorrectable double bit error\n",
+        {}, &set);
+    EXPECT_EQ(kernel.rule, "xid-48-dbe");
+    EXPECT_THAT(xids(set), ElementsAre("48"));
+
+    Diagnosis gpud = Classify("XID 48(DBE) detected on PCI:0000:3b:00\n", {}, &set);
+    EXPECT_EQ(gpud.rule, "xid-48-dbe");
+    EXPECT_EQ(gpud.culprit.gpu, "0000:3b:00.0");  // the report's own signature, with its GPU
+    EXPECT_THAT(xids(set), ElementsAre("48"));
+
+    // The SXid of an NVSwitch and a word that only ends in "xid" name no GPU Xid.
+    Classify("nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32\n", {}, &set);
+    EXPECT_THAT(xids(set), ElementsAre());
+}
+
 TEST(Diagnose, AppXidsAreUserErrorsAndDoNotRequeue) {
     Diagnosis d = Classify(
         "NVRM: Xid (PCI:0000:43:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp "

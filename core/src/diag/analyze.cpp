@@ -8,6 +8,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <tuple>
 
 #include "autoheal/diag/diagnosis.h"
 #include "autoheal/diag/log_line.h"
@@ -280,22 +282,39 @@ void AnalyzeCausedBy(EvidenceSet* set) {
 // An Xid another program re-reports (a health agent, the Kubernetes device plugin: the
 // `context-xid-reported-*` signatures) is the same event as the kernel's line: it becomes an xid
 // item (role=reported) so that the catalog's rules read it, without the kernel's own confidence.
+// One line is one event: a line the kernel's Xid signature read gives no second item, and a
+// report's own signature (with its GPU) goes before the words "Xid N" on the same line.
 void AnalyzeReportedXids(EvidenceSet* set) {
-    std::vector<Evidence> derived;
+    constexpr std::string_view kInWords = "context-xid-reported-text";
+    std::set<std::pair<std::size_t, std::uint64_t>> lines_read;
     for (const Evidence& e : set->items) {
-        if (e.signature.rfind("context-xid-reported-", 0) != 0) continue;
-        auto xid = e.Field("xid");
-        if (!xid || xid->empty()) continue;
-        Evidence d = Derived("xid", e, e.text);
-        d.SetField("xid", std::string(*xid));
-        if (auto pci = e.Field("pci"); pci && !pci->empty()) d.SetField("pci", NormalizePci(*pci));
-        if (auto index = e.Field("gpu_index"); index && !index->empty()) {
-            d.SetField("gpu_index", std::string(*index));
-        }
-        if (auto host = e.Field("host")) d.SetField("host", std::string(*host));
-        d.SetField("role", "reported");
-        derived.push_back(std::move(d));
+        if (e.signature == "xid") lines_read.emplace(e.source, e.line);
     }
+    std::vector<Evidence> derived;
+    for (const bool in_words : {false, true}) {
+        for (const Evidence& e : set->items) {
+            if (!e.signature.starts_with("context-xid-reported-") ||
+                (e.signature == kInWords) != in_words) {
+                continue;
+            }
+            auto xid = e.Field("xid");
+            if (!xid || xid->empty() || !lines_read.emplace(e.source, e.line).second) continue;
+            Evidence d = Derived("xid", e, e.text);
+            d.SetField("xid", std::string(*xid));
+            if (auto pci = e.Field("pci"); pci && !pci->empty()) {
+                d.SetField("pci", NormalizePci(*pci));
+            }
+            if (auto index = e.Field("gpu_index"); index && !index->empty()) {
+                d.SetField("gpu_index", std::string(*index));
+            }
+            if (auto host = e.Field("host")) d.SetField("host", std::string(*host));
+            d.SetField("role", "reported");
+            derived.push_back(std::move(d));
+        }
+    }
+    std::stable_sort(derived.begin(), derived.end(), [](const Evidence& a, const Evidence& b) {
+        return std::tie(a.source, a.line) < std::tie(b.source, b.line);
+    });
     AddDerived(std::move(derived), set);
 }
 
