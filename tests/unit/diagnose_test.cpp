@@ -276,6 +276,20 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
     EXPECT_EQ(Classify(warn("vm-14") + error).culprit.node, "vm-14");
     EXPECT_EQ(Classify(warn("vm-14") + warn("vm-15") + error).culprit.node, "");
     EXPECT_EQ(Classify(warn("50428e4af543") + error).culprit.node, "");
+    // The node srun says failed under the step; Open MPI's and UCX's "[host:pid]" prefixes.
+    EXPECT_EQ(Classify(error + "srun: error: Node failure on gpu-b07\n").culprit.node, "gpu-b07");
+    EXPECT_EQ(
+        Classify("[cn0244:260472] pml_ucx.c:421  Error: ucp_ep_create(proc=47) failed\n" + error)
+            .culprit.node,
+        "cn0244");
+    EXPECT_EQ(Classify("[1737742661.094513] [cn0244:260472:0]  ib_mlx5_dv.c:430  UCX  ERROR  "
+                       "mlx5dv_devx_obj_create(QP) failed\n" +
+                       error)
+                  .culprit.node,
+              "cn0244");
+    EXPECT_EQ(Classify("[rank3]:[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] failed\n" + error)
+                  .culprit.node,
+              "");
 }
 
 TEST(Diagnose, NvlinkRegistersAreDecodedPerTheCatalog) {

@@ -44,10 +44,16 @@ void FillHost(Evidence* e, const LogLine& line) {
         R"(^(\.{2,}[A-Za-z0-9._-]+|[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
     static const RE2 kTagged(
         R"([\s>:]([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL )");
+    // Open MPI's "[host:pid] " (opal/util/stacktrace.c, "[%s:%05d] *** Process received signal
+    // ***", and its show_help and output prefixes) and UCX's "[sec.usec] [host:pid:thread] "
+    // (ucs/debug/log.c): the host starts with a letter, the pid is a number.
+    static const RE2 kMpi(
+        R"(^\s*(?:\[?\d+\.\d+\]\s+)?\[([A-Za-z][A-Za-z0-9._-]*):\d+(?::\d+)?\] )");
     std::string host;
     if (RE2::PartialMatch(e->text, kNccl, &host) ||
         (RE2::PartialMatch(e->text, kTagged, &host) &&
-         host.find_first_not_of("0123456789") != std::string::npos)) {
+         host.find_first_not_of("0123456789") != std::string::npos) ||
+        RE2::PartialMatch(e->text, kMpi, &host)) {
         e->SetField("host", host);
     }
 }

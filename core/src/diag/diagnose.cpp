@@ -320,10 +320,12 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         d.culprit.node = ContextField(set, "context-cloud-instance", {"instance"}, source);
     }
     // The node Slurm names for the job's first failed task or its step (srun's "NODE: task 3:
-    // Exited with exit code 1", slurmstepd's "*** STEP 42.0 ON NODE CANCELLED").
+    // Exited with exit code 1", "Node failure on NODE", slurmstepd's "*** STEP 42.0 ON NODE
+    // CANCELLED").
     if (d.culprit.node.empty()) {
-        d.culprit.node = ContextField(set, "context-task-node",
-                                      {"task_node", "step_node", "stepd_node"}, source);
+        d.culprit.node =
+            ContextField(set, "context-task-node",
+                         {"failed_node", "task_node", "step_node", "stepd_node"}, source);
     }
     // Else the one host the input's prefixed lines name; a container's id or "localhost" names
     // no machine of the cluster.
