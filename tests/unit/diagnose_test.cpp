@@ -292,6 +292,28 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
               "");
 }
 
+// nvidia-smi's output read as structure: an indented line of a GPU's block (-q's "GPU
+// 00000000:3B:00.0", nvlink -s's "GPU 3: NAME (UUID: ...)") is that GPU's; a line at the margin
+// after nvidia-smi -L is not.
+TEST(Diagnose, AnIndentedLineOfAGpuBlockIsThatGpus) {
+    Diagnosis remap = Classify(
+        "GPU 00000000:1A:00.0\n    Remapped Rows\n        Pending                : No\n"
+        "GPU 00000000:3B:00.0\n    Remapped Rows\n        Pending                : Yes\n");
+    EXPECT_EQ(remap.rule, "nvidia-smi-remap-pending");
+    EXPECT_EQ(remap.culprit.gpu, "0000:3b:00.0");
+    Diagnosis link = Classify(
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0a)\n\t Link 0: 26.562 GB/s\n"
+        "GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-3d)\n\t Link 0: 26.562 GB/s\n"
+        "\t Link 1: <inactive>\n");
+    EXPECT_EQ(link.rule, "nvlink-inactive");
+    EXPECT_EQ(link.culprit.gpu_index, 3);
+    Diagnosis after = Classify(
+        "GPU 7: NVIDIA H100 80GB HBM3 (UUID: GPU-7f)\n"
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered\n");
+    EXPECT_EQ(after.cause, "gpu_hbm_memory");
+    EXPECT_FALSE(after.culprit.gpu_index.has_value());
+}
+
 TEST(Diagnose, NvlinkRegistersAreDecodedPerTheCatalog) {
     EvidenceSet set;
     Diagnosis mech = Classify(

@@ -376,6 +376,38 @@ void AnalyzeOomAccounting(EvidenceSet* set) {
     AddDerived(std::move(derived), set);
 }
 
+// nvidia-smi prints a GPU as a block: a header naming it ("GPU 00000000:3B:00.0" in -q, "GPU 3:
+// NAME (UUID: GPU-...)" in -L and nvlink -s, -e, -c) with its fields indented under it; dcgmi
+// nvlink --link-status does the same under "gpuId 3:". An indented line of such a block that
+// names no GPU itself is about the block's GPU. A line at the margin is not the block's (a
+// program's own output after `nvidia-smi -L`, say).
+void AnalyzeToolBlocks(EvidenceSet* set) {
+    constexpr std::uint64_t kMaxBlockLines = 400;  // nvidia-smi -q gives a GPU ~200 lines
+    const Evidence* header = nullptr;
+    for (Evidence& e : set->items) {
+        if (e.signature == "context-nvidia-smi-gpu") {
+            header = &e;
+            continue;
+        }
+        if (header == nullptr || header->source != e.source || e.line <= header->line ||
+            e.line - header->line > kMaxBlockLines || e.text.empty() ||
+            (e.text[0] != ' ' && e.text[0] != '\t') || e.Field("pci") || e.Field("bdf") ||
+            e.Field("gpu") || e.Field("gpu_index")) {
+            continue;
+        }
+        if (auto pci = header->Field("pci"); pci && !pci->empty()) {
+            e.SetField("pci", NormalizePci(*pci));
+            continue;
+        }
+        for (const char* field : {"gpu_index", "gpu_id"}) {  // nvidia-smi's index, DCGM's id
+            if (auto index = header->Field(field); index && !index->empty()) {
+                e.SetField("gpu_index", std::string(*index));
+                break;
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void Analyze(EvidenceSet* set) {
@@ -404,6 +436,7 @@ void Analyze(EvidenceSet* set) {
             }
         }
     }
+    AnalyzeToolBlocks(set);  // before the analyzers that copy an item's GPU
     AnalyzeCausedBy(set);
     AnalyzeReportedXids(set);
     AnalyzeOomAccounting(set);
