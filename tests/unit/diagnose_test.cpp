@@ -287,6 +287,12 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
                        error)
                   .culprit.node,
               "cn0244");
+    // Azure's distributed health checks: "host | line"; a table's row is no host's line.
+    EXPECT_EQ(Classify("gpu-nd-015 | ERROR: nhc: Health check failed: check_ecc: GPU id 5: Row "
+                       "remap error. FaultCode: NHC2007\n")
+                  .culprit.node,
+              "gpu-nd-015");
+    EXPECT_EQ(Classify("gpu0 | Fail | frob error\n" + error).culprit.node, "");
     EXPECT_EQ(Classify("[rank3]:[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] failed\n" + error)
                   .culprit.node,
               "");

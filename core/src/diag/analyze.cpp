@@ -49,8 +49,13 @@ void FillHost(Evidence* e, const LogLine& line) {
     // (ucs/debug/log.c): the host starts with a letter, the pid is a number.
     static const RE2 kMpi(
         R"(^\s*(?:\[?\d+\.\d+\]\s+)?\[([A-Za-z][A-Za-z0-9._-]*):\d+(?::\d+)?\] )");
+    // Azure's distributed health checks collect each node's result as "host | line"
+    // (distributed_nhc's health.log); a table's row has more columns. A host has a digit.
+    static const RE2 kColumn(R"(^\s*([A-Za-z][A-Za-z0-9._-]*) \| [^|]*$)");
     std::string host;
-    if (RE2::PartialMatch(e->text, kNccl, &host) ||
+    if ((RE2::PartialMatch(e->text, kColumn, &host) &&
+         host.find_first_of("0123456789") != std::string::npos) ||
+        RE2::PartialMatch(e->text, kNccl, &host) ||
         (RE2::PartialMatch(e->text, kTagged, &host) &&
          host.find_first_not_of("0123456789") != std::string::npos) ||
         RE2::PartialMatch(e->text, kMpi, &host)) {
