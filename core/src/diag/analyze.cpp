@@ -381,31 +381,50 @@ void AnalyzeOomAccounting(EvidenceSet* set) {
     AddDerived(std::move(derived), set);
 }
 
-// nvidia-smi prints a GPU as a block: a header naming it ("GPU 00000000:3B:00.0" in -q, "GPU 3:
-// NAME (UUID: GPU-...)" in -L and nvlink -s, -e, -c) with its fields indented under it; dcgmi
-// nvlink --link-status does the same under "gpuId 3:". An indented line of such a block that
-// names no GPU itself is about the block's GPU. A line at the margin is not the block's (a
-// program's own output after `nvidia-smi -L`, say).
-void AnalyzeToolBlocks(EvidenceSet* set) {
+// Whether `header` is at most `lines` lines above `e` in the same input.
+bool Above(const Evidence* header, const Evidence& e, std::uint64_t lines) {
+    return header != nullptr && header->source == e.source && header->line <= e.line &&
+           e.line - header->line <= lines;
+}
+
+// A line that names no GPU takes the GPU of the header above it:
+// - the driver heads a multi-line message with "The NVIDIA GPU <bdf>" and says what is wrong a
+//   line or two later (R570+'s "fallen off the bus", "installed in this system requires use of
+//   the NVIDIA open kernel modules"): that GPU is the one meant;
+// - nvidia-smi prints a GPU as a block, a header naming it ("GPU 00000000:3B:00.0" in -q, "GPU 3:
+//   NAME (UUID: GPU-...)" in -L and nvlink -s, -e, -c) with its fields indented under it, and
+//   dcgmi nvlink --link-status does the same under "gpuId 3:": an indented line of the block is
+//   about its GPU. A line at the margin is not the block's (a program's own output after
+//   `nvidia-smi -L`, say).
+void FillGpuFromHeaders(EvidenceSet* set) {
+    constexpr std::uint64_t kDriverMessageLines = 3;
     constexpr std::uint64_t kMaxBlockLines = 400;  // nvidia-smi -q gives a GPU ~200 lines
-    const Evidence* header = nullptr;
+    const Evidence* driver = nullptr;
+    const Evidence* block = nullptr;
     for (Evidence& e : set->items) {
-        if (e.signature == "context-nvidia-smi-gpu") {
-            header = &e;
+        if (e.signature == "context-nvrm-gpu") {
+            driver = &e;
             continue;
         }
-        if (header == nullptr || header->source != e.source || e.line <= header->line ||
-            e.line - header->line > kMaxBlockLines || e.text.empty() ||
+        if (e.signature == "context-nvidia-smi-gpu") {
+            block = &e;
+            continue;
+        }
+        if (Above(driver, e, kDriverMessageLines) && !e.Field("pci") &&
+            (e.signature == "gpu-fallen-off-bus" || e.text.find("NVRM") != std::string::npos)) {
+            if (auto pci = driver->Field("pci")) e.SetField("pci", NormalizePci(*pci));
+        }
+        if (!Above(block, e, kMaxBlockLines) || e.line == block->line || e.text.empty() ||
             (e.text[0] != ' ' && e.text[0] != '\t') || e.Field("pci") || e.Field("bdf") ||
             e.Field("gpu") || e.Field("gpu_index")) {
             continue;
         }
-        if (auto pci = header->Field("pci"); pci && !pci->empty()) {
+        if (auto pci = block->Field("pci"); pci && !pci->empty()) {
             e.SetField("pci", NormalizePci(*pci));
             continue;
         }
         for (const char* field : {"gpu_index", "gpu_id"}) {  // nvidia-smi's index, DCGM's id
-            if (auto index = header->Field(field); index && !index->empty()) {
+            if (auto index = block->Field(field); index && !index->empty()) {
                 e.SetField("gpu_index", std::string(*index));
                 break;
             }
@@ -416,8 +435,7 @@ void AnalyzeToolBlocks(EvidenceSet* set) {
 }  // namespace
 
 void Analyze(EvidenceSet* set) {
-    for (std::size_t i = 0; i < set->items.size(); ++i) {
-        Evidence& e = set->items[i];
+    for (Evidence& e : set->items) {
         for (auto& [k, v] : e.fields) {
             if (k == "pci" || k == "bdf") v = NormalizePci(v);
         }
@@ -426,22 +444,8 @@ void Analyze(EvidenceSet* set) {
         FillRank(&e);
         if (IsKernelRecord(e.text, line)) e.SetField("kernel", "yes");
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
-        // The driver heads a multi-line message with "The NVIDIA GPU <bdf>" and says what is
-        // wrong a line or two later (R570+'s "fallen off the bus", "installed in this system
-        // requires use of the NVIDIA open kernel modules"): that GPU is the one meant.
-        if (!e.Field("pci") && e.signature != "context-nvrm-gpu" &&
-            (e.signature == "gpu-fallen-off-bus" || e.text.find("NVRM") != std::string::npos)) {
-            for (std::size_t j = i; j-- > 0;) {
-                const Evidence& prev = set->items[j];
-                if (prev.source != e.source || e.line - prev.line > 3) break;
-                if (prev.signature == "context-nvrm-gpu") {
-                    if (auto pci = prev.Field("pci")) e.SetField("pci", NormalizePci(*pci));
-                    break;
-                }
-            }
-        }
     }
-    AnalyzeToolBlocks(set);  // before the analyzers that copy an item's GPU
+    FillGpuFromHeaders(set);  // before the analyzers that copy an item's GPU
     AnalyzeCausedBy(set);
     AnalyzeReportedXids(set);
     AnalyzeOomAccounting(set);
