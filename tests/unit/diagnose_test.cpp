@@ -298,6 +298,33 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
               "");
 }
 
+// Lines that name no rank of their own: the root cause of torchrun's failure summary (after the
+// other failures), else the one rank the "[rankN]:" lines name, else the local rank of the worker
+// torchrun saw fail; two ranks name none.
+TEST(Diagnose, TheRankTorchrunOrTheWholePasteNamesIsTheCulprit) {
+    const std::string error = "RuntimeError: CUDA error: device-side assert triggered\n";
+    Diagnosis summary =
+        Classify(error +
+                 "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+                 "Failures:\n[1]:\n  host      : gpu7\n  rank      : 5 (local_rank: 1)\n"
+                 "Root Cause (first observed failure):\n[0]:\n  host      : gpu7\n"
+                 "  rank      : 4 (local_rank: 0)\n");
+    EXPECT_EQ(summary.rule, "cuda-device-assert");
+    EXPECT_EQ(summary.culprit.rank, 4);
+    auto line = [](int rank) {
+        return "[rank" + std::to_string(rank) + "]: ValueError: step " + std::to_string(rank) +
+               " failed\n";
+    };
+    EXPECT_EQ(Classify(error + line(2)).culprit.rank, 2);
+    EXPECT_FALSE(Classify(error + line(2) + line(3)).culprit.rank.has_value());
+    EXPECT_EQ(
+        Classify(error + "E0613 07:54:22.195000 180275 torch/distributed/elastic/multiprocessing/"
+                         "api.py:869] failed (exitcode: 1) local_rank: 3 (pid: 180497) of binary: "
+                         "/usr/bin/python3\n")
+            .culprit.rank,
+        3);
+}
+
 // nvidia-smi's output read as structure: an indented line of a GPU's block (-q's "GPU
 // 00000000:3B:00.0", nvlink -s's "GPU 3: NAME (UUID: ...)") is that GPU's; a line at the margin
 // after nvidia-smi -L is not.

@@ -132,6 +132,29 @@ std::string OnlyField(const EvidenceSet& set, std::size_t source, std::string_vi
     return only;
 }
 
+// The last value of `field` that a `signature` item of input `source` carries, else "".
+std::string LastField(const EvidenceSet& set, std::string_view signature, std::string_view field,
+                      std::size_t source) {
+    std::string last;
+    for (const Evidence& e : set.items) {
+        if (e.signature != signature || e.source != source) continue;
+        if (auto v = e.Field(field); v && !v->empty()) last = std::string(*v);
+    }
+    return last;
+}
+
+// The rank of the job that failed, when the deciding lines name none: the root cause of
+// torchrun's failure summary (its last "rank : N (local_rank: M)", printed after the other
+// failures), else the one rank every "[rankN]:"-prefixed line of the input names, else the local
+// rank of the worker torchrun saw fail ("failed (exitcode: -9) local_rank: 3": the rank in a
+// one-node job, the rank on its node in a larger one).
+std::string FailedRank(const EvidenceSet& set, std::size_t source) {
+    std::string rank = LastField(set, "torch-failure-rank", "rank", source);
+    if (rank.empty()) rank = OnlyField(set, source, "rank");
+    if (rank.empty()) rank = ContextField(set, "torch-worker-exitcode", {"local_rank"}, source);
+    return rank;
+}
+
 // A field's value as a number when it is only digits (at most 8), else none.
 std::optional<int> SmallNumber(const std::string& text) {
     if (text.empty() || text.size() > 8 ||
@@ -339,6 +362,11 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
             SmallNumber(ContextField(set, "context-gpu-index", {"gpu_index"}, source));
     }
     d.culprit.rank = SmallNumber(FirstField(winner->evidence, {"rank", "grank"}));
+    // A rank that timed out waiting, or lost its peer, is where the fault showed, not its
+    // culprit: only a failure of the rank's own names it.
+    const bool victim = d.cause == "nccl_timeout" || d.cause == "unknown" ||
+                        !FirstField(winner->evidence, {"from_rank"}).empty();
+    if (!d.culprit.rank && !victim) d.culprit.rank = SmallNumber(FailedRank(set, source));
     ApplyEscalation(rule, options, &d);
     // A burn-in or benchmark tool's own output: the run tested the node; no job was interrupted,
     // so there is nothing to requeue (a failed burn-in run elsewhere proves nothing). The same
