@@ -94,7 +94,7 @@ done
 # The shipped rules are seeds for the rules fuzzer, and their example lines for the log fuzzer;
 # the shipped autoheal.yaml for the config fuzzer. The rules fuzzer compiles each input whole
 # (RE2, then Hyperscan, under ASan, whose allocator Hyperscan's compiler spends its time in): a
-# whole shipped file of 300 signatures takes 4 s or more per input there, and its mutants more,
+# whole shipped file of 100 signatures takes 4 s or more per input there, and its mutants more,
 # near -timeout once another fuzzer shares the CPU. So each shipped file is cut into seeds of at
 # most 40 entries (at the top-level "- " that starts one); every entry is still in some seed.
 shopt -s nullglob
