@@ -356,7 +356,10 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
         std::string host = OnlyField(set, source, "host");
         if (!IsContainerHostname(host) && host != "localhost") d.culprit.node = std::move(host);
     }
+    // Else the GPU every Xid of the input names, else the one GPU all its GPU lines name (an
+    // RmInitAdapter failure's address beside the GSP lines that say only "GPU6").
     if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyField(set, source, "pci", "xid");
+    if (d.culprit.gpu.empty()) d.culprit.gpu = OnlyField(set, source, "pci");
     if (gpu_cause && d.culprit.gpu.empty() && !d.culprit.gpu_index) {
         d.culprit.gpu_index =
             SmallNumber(ContextField(set, "context-gpu-index", {"gpu_index"}, source));
