@@ -287,6 +287,21 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
                        error)
                   .culprit.node,
               "cn0244");
+    EXPECT_EQ(Classify("[lxbk1127:2330856:0:2330856] ib_mlx5_log.c:177  Transport retry count "
+                       "exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n")
+                  .culprit.node,
+              "lxbk1127");
+    // NCCL 2.19+'s "(function)" after the file, behind a time; HPE Cray MPICH's abort line.
+    EXPECT_EQ(Classify("[2026-06-23 15:45:07] gpu-7:420:437 [5] transport/nvls.cc:379 "
+                       "(nvlsAllocateMem) NCCL WARN frobnication failed\n" +
+                       error)
+                  .culprit.node,
+              "gpu-7");
+    EXPECT_EQ(Classify(error + "MPICH ERROR [Rank 12] [job id 3246040.0] [Fri Sep 23 17:26:26 "
+                               "2022] [nid001616] - Abort(1) (rank 12 in comm 0): application "
+                               "called MPI_Abort(comm=0x84000000, 1) - process 12\n")
+                  .culprit.node,
+              "nid001616");
     // Azure's distributed health checks: "host | line"; a table's row is no host's line.
     EXPECT_EQ(Classify("gpu-nd-015 | ERROR: nhc: Health check failed: check_ecc: GPU id 5: Row "
                        "remap error. FaultCode: NHC2007\n")

@@ -42,13 +42,18 @@ void FillHost(Evidence* e, const LogLine& line) {
     // A host masked in a paste keeps its leading dots ("...-48:34050:34121 [0]").
     static const RE2 kNccl(
         R"(^(\.{2,}[A-Za-z0-9._-]+|[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] )");
+    // NCCL 2.19+ puts the function after the file ("transport/nvls.cc:379 (nvlsAllocateMem)").
     static const RE2 kTagged(
-        R"([\s>:]([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL )");
+        R"([\s>:]([A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?(?:\(\w+\) )?NCCL )");
     // Open MPI's "[host:pid] " (opal/util/stacktrace.c, "[%s:%05d] *** Process received signal
-    // ***", and its show_help and output prefixes) and UCX's "[sec.usec] [host:pid:thread] "
-    // (ucs/debug/log.c): the host starts with a letter, the pid is a number.
+    // ***", and its show_help and output prefixes) and UCX's "[sec.usec] [host:pid:thread] " or,
+    // from its error handlers, "[host:pid:thread:tid]" (ucs/debug/log.c): the host starts with
+    // a letter, the pid is a number.
     static const RE2 kMpi(
-        R"(^\s*(?:\[?\d+\.\d+\]\s+)?\[([A-Za-z][A-Za-z0-9._-]*):\d+(?::\d+)?\] )");
+        R"(^\s*(?:\[?\d+\.\d+\]\s+)?\[([A-Za-z][A-Za-z0-9._-]*):\d+(?::\d+){0,2}\] )");
+    // HPE Cray MPICH's abort: "MPICH ERROR [Rank 3] [job id 123.0] [DATE] [nid001616] - Abort(".
+    static const RE2 kCrayMpich(
+        R"(MPICH ERROR \[Rank \d+\] \[job id [^\]]*\] \[[^\]]*\] \[([A-Za-z][A-Za-z0-9._-]*)\] - )");
     // Azure's distributed health checks collect each node's result as "host | line"
     // (distributed_nhc's health.log); a table's row has more columns. A host has a digit.
     static const RE2 kColumn(R"(^\s*([A-Za-z][A-Za-z0-9._-]*) \| [^|]*$)");
@@ -58,7 +63,7 @@ void FillHost(Evidence* e, const LogLine& line) {
         RE2::PartialMatch(e->text, kNccl, &host) ||
         (RE2::PartialMatch(e->text, kTagged, &host) &&
          host.find_first_not_of("0123456789") != std::string::npos) ||
-        RE2::PartialMatch(e->text, kMpi, &host)) {
+        RE2::PartialMatch(e->text, kMpi, &host) || RE2::PartialMatch(e->text, kCrayMpich, &host)) {
         e->SetField("host", host);
     }
 }
