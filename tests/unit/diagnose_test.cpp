@@ -291,6 +291,16 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
                        "exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n")
                   .culprit.node,
               "lxbk1127");
+    // The MPI launcher's: the daemon it lost (not its own node), the first rank that died.
+    EXPECT_EQ(Classify("ORTE has lost communication with a remote daemon.\n"
+                       "  HNP daemon   : [[27407,0],0] on node batch2\n"
+                       "  Remote daemon: [[27407,0],1] on node d23n02\n")
+                  .culprit.node,
+              "d23n02");
+    EXPECT_EQ(Classify(error + "mpirun noticed that process rank 3 with PID 4242 on node gpu017 "
+                               "exited on signal 6 (Aborted).\n")
+                  .culprit.node,
+              "gpu017");
     // NCCL 2.19+'s "(function)" after the file, behind a time; HPE Cray MPICH's abort line.
     EXPECT_EQ(Classify("[2026-06-23 15:45:07] gpu-7:420:437 [5] transport/nvls.cc:379 "
                        "(nvlsAllocateMem) NCCL WARN frobnication failed\n" +

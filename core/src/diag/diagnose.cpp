@@ -344,11 +344,16 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     }
     // The node Slurm names for the job's first failed task or its step (srun's "NODE: task 3:
     // Exited with exit code 1", "Node failure on NODE", slurmstepd's "*** STEP 42.0 ON NODE
-    // CANCELLED").
+    // CANCELLED"), or the MPI launcher for the daemon it lost or the first rank that died
+    // ("Remote daemon: [[1,0],1] on node NODE", "mpirun noticed that process rank 3 with PID 42
+    // on node NODE exited on signal 9").
     if (d.culprit.node.empty()) {
-        d.culprit.node =
-            ContextField(set, "context-task-node",
-                         {"failed_node", "task_node", "step_node", "stepd_node"}, source);
+        d.culprit.node = ContextField(
+            set, "context-task-node",
+            {"failed_node", "task_node", "step_node", "stepd_node", "daemon_node"}, source);
+    }
+    if (d.culprit.node.empty()) {
+        d.culprit.node = ContextField(set, "mpi-process-exited", {"node"}, source);
     }
     // Else the one host the input's prefixed lines name; a container's id or "localhost" names
     // no machine of the cluster.
