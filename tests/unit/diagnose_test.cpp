@@ -348,6 +348,22 @@ TEST(Diagnose, TheRankTorchrunOrTheWholePasteNamesIsTheCulprit) {
                          "/usr/bin/python3\n")
             .culprit.rank,
         3);
+    // srun's first failed task is the job's rank; a range of tasks names none.
+    EXPECT_EQ(Classify(error + "srun: error: crusher010: task 32: Segmentation fault (core "
+                               "dumped)\nsrun: error: crusher008: tasks 16-31: Terminated\n")
+                  .culprit.rank,
+              32);
+    EXPECT_FALSE(Classify(error + "srun: error: crusher008: tasks 16-31: Terminated\n"
+                                  "srun: error: crusher010: task 32: Terminated\n")
+                     .culprit.rank.has_value());
+    // The task the JAX coordination service set to ERROR is the one lost, not a waiter.
+    Diagnosis jax = Classify(
+        "2022-11-15 16:03:15.140058: E external/org_tensorflow/tensorflow/core/distributed_runtime/"
+        "coordination/coordination_service.cc:954] /job:jax_worker/replica:0/task:37 has been set "
+        "to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:37 "
+        "heartbeat timeout.\n");
+    EXPECT_EQ(jax.rule, "jax-coordination-lost");
+    EXPECT_EQ(jax.culprit.rank, 37);
 }
 
 // nvidia-smi's output read as structure: an indented line of a GPU's block (-q's "GPU

@@ -143,14 +143,28 @@ std::string LastField(const EvidenceSet& set, std::string_view signature, std::s
     return last;
 }
 
+// The task of srun's first failed-task line ("srun: error: NODE: task 32: ..."), else "" (also
+// when that line names a range of tasks, "tasks 240-255").
+std::string FirstTaskRank(const EvidenceSet& set, std::size_t source) {
+    for (const Evidence& e : set.items) {
+        if (e.signature != "context-task-node" || e.source != source) continue;
+        if (!e.Field("task_node")) continue;
+        auto rank = e.Field("task_rank");
+        return rank ? std::string(*rank) : "";
+    }
+    return "";
+}
+
 // The rank of the job that failed, when the deciding lines name none: the root cause of
 // torchrun's failure summary (its last "rank : N (local_rank: M)", printed after the other
-// failures), else the one rank every "[rankN]:"-prefixed line of the input names, else the local
-// rank of the worker torchrun saw fail ("failed (exitcode: -9) local_rank: 3": the rank in a
-// one-node job, the rank on its node in a larger one).
+// failures), else the one rank every "[rankN]:"-prefixed line of the input names, else the task
+// srun saw fail first ("srun: error: NODE: task 32: Segmentation fault": Slurm's task id is the
+// job's rank), else the local rank of the worker torchrun saw fail ("failed (exitcode: -9)
+// local_rank: 3": the rank in a one-node job, the rank on its node in a larger one).
 std::string FailedRank(const EvidenceSet& set, std::size_t source) {
     std::string rank = LastField(set, "torch-failure-rank", "rank", source);
     if (rank.empty()) rank = OnlyField(set, source, "rank");
+    if (rank.empty()) rank = FirstTaskRank(set, source);
     if (rank.empty()) rank = ContextField(set, "torch-worker-exitcode", {"local_rank"}, source);
     return rank;
 }
