@@ -128,7 +128,7 @@ std::string HardWrapped(const std::string& text) {
 
 // A log reads the same as people paste it: quoted in a mail or an issue ("> "), coloured by a
 // terminal, indented as a Markdown code block, with CRLF line ends, copied from an 80-column
-// terminal that wrapped its long lines.
+// terminal that wrapped its long lines, or as kubelet logged a container's output (CRI format).
 TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedWrappedOrWithCrlf) {
     const Fixture& f = GetParam();
     const DiagnoseOptions options = OptionsFor(f);
@@ -139,6 +139,8 @@ TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedWrappedOrWithCrlf) {
         {"indented", EachLine(f.log, [](std::string l) { return "    " + l; })},
         {"crlf", EachLine(f.log, [](std::string l) { return l + "\r"; })},
         {"wrapped at 80 columns", HardWrapped(f.log)},
+        {"in a container's log",
+         EachLine(f.log, [](std::string l) { return "2026-12-01T10:00:00.1234Z stdout F " + l; })},
     };
     for (const auto& [how, text] : pastes) {
         const Diagnosis got = Classify(text, options);

@@ -48,6 +48,21 @@ TEST(PasteMarks, CommonIndentationGoesRelativeIndentationStays) {
     EXPECT_EQ(Stripped("> \x1b[32m    a\x1b[0m\n>     b\n"), "a\nb\n");
 }
 
+TEST(PasteMarks, AContainerLogsPrefixGoesWhatTheContainerPrintedStays) {
+    // kubelet's CRI log format: the runtime's time, the stream, F (whole line) or P (a piece).
+    EXPECT_EQ(Stripped("2026-12-01T10:00:00.123456789Z stdout F CA 'mlx5_7'\n"
+                       "2026-12-01T10:00:00.123456789Z stdout F         State: Down\n"
+                       "2026-12-01T10:00:01+00:00 stderr P [ 12.5] NVRM: Xid 79\n"
+                       "2026-12-01T10:00:01Z stderr F\n"),
+              "CA 'mlx5_7'\n        State: Down\n[ 12.5] NVRM: Xid 79\n\n");
+    // Inside a quoted paste too; a line without the prefix stays as it is.
+    EXPECT_EQ(Stripped("> 2026-12-01T10:00:00Z stderr F RuntimeError: x\nplain stdout F line\n"),
+              "RuntimeError: x\nplain stdout F line\n");
+    // Another stream, or no tag, is not the runtime's prefix.
+    EXPECT_EQ(Stripped("2026-12-01T10:00:00Z stdin F a\n2026-12-01T10:00:00Z stderr b stdout F\n"),
+              "2026-12-01T10:00:00Z stdin F a\n2026-12-01T10:00:00Z stderr b stdout F\n");
+}
+
 TEST(PasteMarks, LineCountStays) {
     const std::string text = "> a\n\x1b[0m\n    b\n\n> c";
     const std::string out = Stripped(text);

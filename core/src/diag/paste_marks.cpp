@@ -4,11 +4,14 @@
 #include <emmintrin.h>
 #endif
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 
 #include "autoheal/diag/log_line.h"
+#include "autoheal/diag/pattern.h"
 
 namespace autoheal::diag {
 namespace {
@@ -176,6 +179,26 @@ void Unquote(std::string* out, std::size_t start) {
     out->erase(start, i - start);
 }
 
+// Whether the text's start shows a line of a container's log as kubelet writes it (the CRI log
+// format): "2026-12-01T10:00:00.123456789Z stderr F ".
+bool HasContainerPrefix(std::string_view head) {
+    return head.find(" stderr F ") != kNone || head.find(" stdout F ") != kNone ||
+           head.find(" stderr P ") != kNone || head.find(" stdout P ") != kNone;
+}
+
+// Drops the CRI log prefix that starts the line at `start` of `out`: the runtime's time, the
+// stream and the tags (F a whole line, P a piece of a longer one). What the container printed
+// stays, with its own prefixes (a dmesg run in a pod keeps its times). Whether there was one.
+bool DropContainerPrefix(std::string* out, std::size_t start) {
+    static const RE2 kCri(R"(\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) )"
+                          R"((?:stdout|stderr) [A-Z](?::[A-Z])*(?: |$))",
+                          PatternOptions());
+    re2::StringPiece in(out->data() + start, out->size() - start);
+    if (!RE2::Consume(&in, kCri)) return false;
+    out->erase(start, static_cast<std::size_t>(in.data() - out->data()) - start);
+    return true;
+}
+
 // `text` with `indent` leading blanks taken off every line (fewer where a blank line has fewer).
 std::string Dedent(std::string_view text, std::size_t indent) {
     std::string out;
@@ -315,14 +338,17 @@ std::string Unwrap(std::string_view text, std::size_t width) {
     return out;
 }
 
-// `text` without quote marks, escape sequences and common indentation, or nothing when it has
-// none.
+// `text` without quote marks, escape sequences, container log prefixes and common indentation, or
+// nothing when it has none.
 std::optional<std::string> StripMarks(std::string_view text) {
-    // Colours without their ESC byte, and in caret notation, are looked for where a paste
-    // starts: searching all of a large log for "[0m" would cost more than the rest of this.
+    // Colours without their ESC byte, in caret notation, and a container log's prefixes are
+    // looked for where a paste starts: searching all of a large log for "[0m" would cost more
+    // than the rest of this.
     const std::string_view head = text.substr(0, kHeadWindow);
     const bool bare = head.find("[0m") != std::string_view::npos;
-    const bool marks = bare || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
+    const bool container = HasContainerPrefix(head);
+    const bool marks =
+        bare || container || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
     if (!marks) return Dedented(text);
     std::string out;
     out.reserve(text.size());
@@ -331,6 +357,10 @@ std::optional<std::string> StripMarks(std::string_view text) {
         const std::size_t start = out.size();
         AppendWithoutEscapes(text.substr(pos, end - pos), bare, &out);
         Unquote(&out, start);
+        // A quoted container log ("> TIME stderr F ..."), or a container's quoted text.
+        bool dropped = false;
+        while (container && DropContainerPrefix(&out, start)) dropped = true;
+        if (dropped) Unquote(&out, start);
         if (end < text.size()) out.push_back('\n');
         pos = end + 1;
     }
