@@ -326,11 +326,14 @@ TEST(LogLine, KernelRecordsAreTheKernelsOwnOrADriverSpeaking) {
     EXPECT_TRUE(IsKernelRecord("node1: mlx5_core 0000:5e:00.0: device's health compromised"));
     EXPECT_TRUE(IsKernelRecord(
         "amdgpu 0000:c1:00.0: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!"));
+    // amdgpu's pr_* messages carry its pr_fmt instead of a device.
+    EXPECT_TRUE(IsKernelRecord("amdgpu: [powerplay] GPU over temperature range detected on PCIe"));
     // Another program's record, and a job's line quoting the driver, are not.
     EXPECT_FALSE(IsKernelRecord("Dec  1 10:00:00 node1 alice: NVRM: Xid (PCI:0000:3b:00): 79"));
     EXPECT_FALSE(IsKernelRecord("RuntimeError: CUDA error: an illegal memory access"));
     EXPECT_FALSE(IsKernelRecord("grep found: NVRM: Xid (PCI:0000:3b:00): 79"));
     EXPECT_FALSE(IsKernelRecord("[rank0]: amdgpu 0000:c1:00.0: uncorrectable hardware error"));
+    EXPECT_FALSE(IsKernelRecord("[rank0]: amdgpu: GPU over temperature range detected on PCIe"));
 }
 
 }  // namespace

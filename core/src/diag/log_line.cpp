@@ -210,10 +210,11 @@ bool ConsumeDmesgFacility(std::string_view line, std::size_t* pos, LogLine* out)
 
 // Text a driver starts its messages with. Found anywhere but where the message starts, it is a
 // quotation (a task or file name), not the driver speaking. amdgpu's dev_* messages start with
-// the driver and the device ("amdgpu 0000:c1:00.0: ...").
-constexpr std::array<std::string_view, 9> kDriverPrefixes = {
-    "NVRM:",       "nvidia-nvswitch", "mlx5_core", "mlx5_ib", "nvidia-peermem",
-    "nvidia-uvm:", "nvidia-modeset:", "NVSwitch:", "amdgpu 0"};
+// the driver and the device ("amdgpu 0000:c1:00.0: ..."), its pr_* messages with its pr_fmt
+// ("amdgpu: [powerplay] ...").
+constexpr std::array<std::string_view, 10> kDriverPrefixes = {
+    "NVRM:",       "nvidia-nvswitch", "mlx5_core", "mlx5_ib",  "nvidia-peermem",
+    "nvidia-uvm:", "nvidia-modeset:", "NVSwitch:", "amdgpu 0", "amdgpu: "};
 
 // A device file named after its driver ("lstat /dev/nvidia-uvm: no such file or directory") is a
 // path, not the driver speaking.
