@@ -101,9 +101,13 @@ TEST(Diagnose, AnXidNamedInWordsIsOneEventTheCatalogReads) {
     EXPECT_EQ(gpud.culprit.gpu, "0000:3b:00.0");  // the report's own signature, with its GPU
     EXPECT_THAT(xids(set), ElementsAre("48"));
 
-    // The SXid of an NVSwitch and a word that only ends in "xid" name no GPU Xid.
-    Classify("nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32\n", {}, &set);
+    // The SXid of an NVSwitch and a word that only ends in "xid" name no GPU Xid, and the
+    // switch's address is no culprit GPU.
+    Diagnosis sxid = Classify(
+        "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32\n", {}, &set);
     EXPECT_THAT(xids(set), ElementsAre());
+    EXPECT_EQ(sxid.cause, "nvlink");
+    EXPECT_EQ(sxid.culprit.gpu, "");
 }
 
 TEST(Diagnose, AppXidsAreUserErrorsAndDoNotRequeue) {
