@@ -46,6 +46,9 @@ TEST(PasteMarks, CommonIndentationGoesRelativeIndentationStays) {
     EXPECT_EQ(Stripped("\tlink mlx5_7/1 state DOWN\r\n\tnext\r\n"),
               "link mlx5_7/1 state DOWN\r\nnext\r\n");
     EXPECT_EQ(Stripped("> \x1b[32m    a\x1b[0m\n>     b\n"), "a\nb\n");
+    // An indented block whose first line starts with Python's prompt, read as a quote mark.
+    EXPECT_EQ(Stripped("    >>> f()\n    Traceback:\n      File \"x\"\n"),
+              "f()\nTraceback:\n  File \"x\"\n");
 }
 
 TEST(PasteMarks, AContainerLogsPrefixGoesWhatTheContainerPrintedStays) {

@@ -341,6 +341,10 @@ std::string Unwrap(std::string_view text, std::size_t width) {
 // `text` without quote marks, escape sequences, container log prefixes and common indentation, or
 // nothing when it has none.
 std::optional<std::string> StripMarks(std::string_view text) {
+    // A paste indented as a whole loses that first, so that a line starting with '>' after it
+    // (Python's ">>> " prompt in a Markdown code block) keeps the same column as the others.
+    std::optional<std::string> dedented = Dedented(text);
+    if (dedented) text = *dedented;
     // Colours without their ESC byte, in caret notation, and a container log's prefixes are
     // looked for where a paste starts: searching all of a large log for "[0m" would cost more
     // than the rest of this.
@@ -349,7 +353,7 @@ std::optional<std::string> StripMarks(std::string_view text) {
     const bool container = HasContainerPrefix(head);
     const bool marks =
         bare || container || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
-    if (!marks) return Dedented(text);
+    if (!marks) return dedented;
     std::string out;
     out.reserve(text.size());
     for (std::size_t pos = 0; pos < text.size();) {
