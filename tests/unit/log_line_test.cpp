@@ -183,6 +183,13 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(Message(pdsh, l), "NVRM: Xid 79");
 
+    // srun --label's task number names no host.
+    const std::string srun = "  3: [ 5.0] NVRM: Xid 79";
+    l = ParseLogLine(srun);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(srun, l), "NVRM: Xid 79");
+
     const std::string bare_pdsh = "gpu-node-3: NVRM: Xid 79";
     l = ParseLogLine(bare_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");
