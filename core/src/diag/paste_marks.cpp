@@ -20,6 +20,9 @@ constexpr std::size_t kNone = std::string_view::npos;
 // What only a paste shows is looked for in a text's first 64 KiB (colours without ESC), or in a
 // text no longer than that (a terminal's wrap): where a paste is, at a cost a log does not notice.
 constexpr std::size_t kHeadWindow = std::size_t{64} * 1024;
+// A container's log shows its prefix from its first line: it is looked for in its first 4 KiB
+// (a paste may open with the command that printed it).
+constexpr std::size_t kContainerWindow = std::size_t{4} * 1024;
 // The narrowest terminal whose wrap is undone: narrower "wraps" are a log's short lines.
 constexpr std::size_t kMinWrapWidth = 60;
 constexpr std::size_t kConsoleWidth = 80;
@@ -350,7 +353,7 @@ std::optional<std::string> StripMarks(std::string_view text) {
     // than the rest of this.
     const std::string_view head = text.substr(0, kHeadWindow);
     const bool bare = head.find("[0m") != std::string_view::npos;
-    const bool container = HasContainerPrefix(head);
+    const bool container = HasContainerPrefix(text.substr(0, kContainerWindow));
     const bool marks =
         bare || container || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
     if (!marks) return dedented;

@@ -7,7 +7,7 @@
 //     paste keeps them without their ESC byte ("[0m", "[1;31m") or in caret notation ("^[[0m"),
 //     those two when the first 64 KiB of the text show them (a paste's start, not a log's);
 //   - the prefix kubelet writes before each line of a container's log (Kubernetes' CRI log
-//     format, "2026-12-01T10:00:00.123456789Z stderr F "), when the first 64 KiB show one: what
+//     format, "2026-12-01T10:00:00.123456789Z stderr F "), when the first 4 KiB show one: what
 //     the container printed is read as if it stood alone;
 //   - the indentation common to every non-blank line (a paste indented as a whole);
 //   - a terminal's hard wrap (a line longer than the terminal copied as pieces of its width), in
