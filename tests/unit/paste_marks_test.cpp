@@ -61,9 +61,15 @@ TEST(PasteMarks, AContainerLogsPrefixGoesWhatTheContainerPrintedStays) {
     // Inside a quoted paste too; a line without the prefix stays as it is.
     EXPECT_EQ(Stripped("> 2026-12-01T10:00:00Z stderr F RuntimeError: x\nplain stdout F line\n"),
               "RuntimeError: x\nplain stdout F line\n");
-    // Another stream, or no tag, is not the runtime's prefix.
-    EXPECT_EQ(Stripped("2026-12-01T10:00:00Z stdin F a\n2026-12-01T10:00:00Z stderr b stdout F\n"),
-              "2026-12-01T10:00:00Z stdin F a\n2026-12-01T10:00:00Z stderr b stdout F\n");
+    // Another stream, or no tag, is not the runtime's prefix; a prefix twice over (a log
+    // shipper's pod printing a container's log) goes twice.
+    EXPECT_EQ(Stripped("2026-12-01T10:00:00Z stdout F a\n2026-12-01T10:00:00Z stdin F b\n"
+                       "2026-12-01T10:00:00Z stderr c\n"
+                       "2026-12-01T10:00:01Z stdout F 2026-12-01T10:00:00Z stderr F d\n"),
+              "a\n2026-12-01T10:00:00Z stdin F b\n2026-12-01T10:00:00Z stderr c\nd\n");
+    // Without one in the text's first 4 KiB, a later line keeps it (a log's chunk, not a paste).
+    const std::string late = std::string(4096, 'x') + "\n2026-12-01T10:00:00Z stdout F e\n";
+    EXPECT_EQ(Stripped(late), late);
 }
 
 TEST(PasteMarks, LineCountStays) {
