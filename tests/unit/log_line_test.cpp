@@ -194,6 +194,11 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     l = ParseLogLine(bare_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(Message(bare_pdsh, l), "NVRM: Xid 79");
+    const std::string tagged_pdsh = "gpu-node-3: kernel: NVRM: Xid 79";
+    l = ParseLogLine(tagged_pdsh);
+    EXPECT_EQ(l.host, "gpu-node-3");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(tagged_pdsh, l), "NVRM: Xid 79");
 
     const std::string decoded = "kern  :err   : [  12.000000] NVRM: Xid 79";
     l = ParseLogLine(decoded);

@@ -103,6 +103,35 @@ TEST(Scanner, AnchorsWorkPerLine) {
     EXPECT_EQ(set.items[0].line, 2u);
 }
 
+// A line's start is also where its own text starts: after a logger's prefix, a pdsh host (the
+// evidence's host) or an srun --label task number (no host). Blanks, a word before a colon and
+// a quotation inside a line are no such start; the pattern that takes the line-by-line path
+// (\pL) reads the same.
+TEST(Scanner, AnchorsAlsoHoldPastALinesPrefixOrLabel) {
+    auto scanner = Build({Sig("state", R"(^\s*State: (?P<state>Down|Active)\s*$)"),
+                          Sig("exc", R"(^(?P<exc>\pL+Error): )")});
+    EvidenceSet set;
+    scanner->ScanText(
+        "gpu07:         State: Down\n"                          // 1: pdsh
+        "  3: ValueError: x\n"                                  // 2: srun --label
+        "Dec  1 10:00:00 gpu08 healthcheck[42]: State: Down\n"  // 3: syslog
+        "    ValueError: quoted\n"                              // 4: indented: a quotation
+        "RuntimeError: ValueError: chained\n"                   // 5: at the start already
+        "Cause: State: Down\n"                                  // 6: a word is no label
+        "see State: Down\n",                                    // 7
+        "paste", &set);
+    ASSERT_EQ(set.items.size(), 4u);
+    EXPECT_EQ(set.items[0].line, 1u);
+    EXPECT_EQ(set.items[0].Field("state"), "Down");
+    EXPECT_EQ(set.items[0].Field("host"), "gpu07");
+    EXPECT_EQ(set.items[1].line, 2u);
+    EXPECT_EQ(set.items[1].Field("exc"), "ValueError");
+    EXPECT_FALSE(set.items[1].Field("host"));
+    EXPECT_EQ(set.items[2].line, 3u);
+    EXPECT_EQ(set.items[3].line, 5u);
+    EXPECT_EQ(set.items[3].Field("exc"), "RuntimeError");
+}
+
 TEST(Scanner, StreamsFilesInChunksWithCorrectLineNumbers) {
     ScanLimits limits;
     limits.chunk_bytes = 64;  // force many chunks and lines cut at chunk edges

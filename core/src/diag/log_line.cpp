@@ -282,9 +282,12 @@ LogLine ParseLogLine(std::string_view line) {
     const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
     if (dmesg && !stamped) ConsumeJournalHostTag(line, &pos, &out);
     const bool decoded = out.facility >= 0;
-    // "node1: NVRM: Xid ..." (pdsh over dmesg without times) names a host too; "NVRM: Xid ..."
-    // and "kernel: ..." do not.
-    const bool driver_next = FirstDriverText(line, pos, pos + 1) == pos && out.host != "kernel";
+    // "node1: NVRM: Xid ..." (pdsh over dmesg without times) and "node1: kernel: NVRM: ..."
+    // (over a paste that kept the kernel's tag) name a host too; "NVRM: Xid ..." and
+    // "kernel: ..." do not.
+    const bool driver_next =
+        (FirstDriverText(line, pos, pos + 1) == pos || line.substr(pos).starts_with("kernel: ")) &&
+        out.host != "kernel";
     if (pdsh && !stamped && !dmesg && !decoded && !driver_next) {
         out = LogLine{};
         out.end = line.size() - (line.ends_with('\r') ? 1 : 0);
@@ -304,6 +307,15 @@ LogLine ParseLogLine(std::string_view line) {
         out.origin = LineOrigin::kKernel;
     }
     return out;
+}
+
+std::size_t PastLineLabel(std::string_view line, std::string_view* label) {
+    const std::size_t start = SkipNoise(line, 0);
+    std::size_t pos = start;
+    LogLine unused;
+    if (!ConsumePdshHost(line, &pos, &unused)) return 0;
+    *label = line.substr(start, pos - start - 2);  // without its ": "
+    return pos;
 }
 
 std::vector<Span> UserNamedSpans(std::string_view message) {

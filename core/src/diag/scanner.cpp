@@ -34,6 +34,33 @@
 namespace autoheal::diag {
 namespace {
 
+// Copies what a character class adds to a pattern at `*i` where no dialect differs: any character
+// inside a class (a POSIX class "[:alpha:]" whole), a class's opening ("[", "[^", and a ']' right
+// after them, which is a literal). Moves `*i` to the last character copied and tracks `in_class`.
+// False, copying nothing, outside a class where no class opens.
+bool CopyClassSyntax(const std::string& pattern, std::size_t* i, bool* in_class, std::string* out) {
+    const char c = pattern[*i];
+    if (*in_class) {
+        if (c == '[' && pattern.compare(*i, 2, "[:") == 0) {
+            const std::size_t close = pattern.find(":]", *i + 2);
+            if (close != std::string::npos) {
+                out->append(pattern, *i, close + 2 - *i);
+                *i = close + 1;
+                return true;
+            }
+        }
+        if (c == ']') *in_class = false;
+        *out += c;
+        return true;
+    }
+    if (c != '[') return false;
+    *in_class = true;
+    *out += c;
+    if (*i + 1 < pattern.size() && pattern[*i + 1] == '^') *out += pattern[++*i];
+    if (*i + 1 < pattern.size() && pattern[*i + 1] == ']') *out += pattern[++*i];
+    return true;
+}
+
 // Hyperscan has no capture groups: named groups become plain ones. It is used with
 // HS_FLAG_PREFILTER, so it may over-match (RE2 decides) but must never miss a line RE2 matches.
 // So where the two dialects differ, RE2's meaning is spelled out:
@@ -87,26 +114,7 @@ std::string ForHyperscan(const std::string& re2_pattern) {
             }
             continue;
         }
-        if (in_class) {
-            if (c == '[' && re2_pattern.compare(i, 2, "[:") == 0) {  // [:alpha:]
-                std::size_t close = re2_pattern.find(":]", i + 2);
-                if (close != std::string::npos) {
-                    out.append(re2_pattern, i, close + 2 - i);
-                    i = close + 1;
-                    continue;
-                }
-            }
-            if (c == ']') in_class = false;
-            out += c;
-            continue;
-        }
-        if (c == '[') {  // a ']' right after '[' or '[^' is a literal
-            in_class = true;
-            out += c;
-            if (i + 1 < re2_pattern.size() && re2_pattern[i + 1] == '^') out += re2_pattern[++i];
-            if (i + 1 < re2_pattern.size() && re2_pattern[i + 1] == ']') out += re2_pattern[++i];
-            continue;
-        }
+        if (CopyClassSyntax(re2_pattern, &i, &in_class, &out)) continue;
         if (c == '$') {
             out += "(?:\\r?$)";
             continue;
@@ -122,6 +130,71 @@ std::string ForHyperscan(const std::string& re2_pattern) {
         out += c;
     }
     return out;
+}
+
+// `re2_pattern` without its line anchors (^ and \A outside a class), and whether it had any.
+// pdsh, clush -L and srun --label put a label before each line ("gpu07: ", "  3: "), loggers
+// their prefix: a pattern anchored to where a line starts is also matched where its text starts
+// past those (Impl::Confirm), so the prefilters look for it anywhere on the line.
+std::string WithoutLineAnchors(const std::string& re2_pattern, bool* had) {
+    std::string out;
+    out.reserve(re2_pattern.size());
+    bool in_class = false;
+    for (std::size_t i = 0; i < re2_pattern.size(); ++i) {
+        const char c = re2_pattern[i];
+        if (c == '\\' && i + 1 < re2_pattern.size()) {
+            std::size_t next = i + 2;
+            if (re2_pattern[i + 1] == 'Q') {  // a literal up to \E
+                next = std::min(re2_pattern.find("\\E", i + 2), re2_pattern.size());
+                next = std::min(next + 2, re2_pattern.size());
+            } else if (re2_pattern[i + 1] == 'A' && !in_class) {
+                *had = true;
+                ++i;
+                continue;
+            }
+            out.append(re2_pattern, i, next - i);
+            i = next - 1;
+            continue;
+        }
+        if (CopyClassSyntax(re2_pattern, &i, &in_class, &out)) continue;
+        if (c == '^') {
+            *had = true;
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// A pdsh label that names a host: one with a digit, as a cluster's nodes' names have ("gpu07"),
+// not a number alone (srun's task) nor a word ("Error").
+bool IsHostName(std::string_view label) {
+    return std::any_of(label.begin(), label.end(), IsDigit) &&
+           !std::all_of(label.begin(), label.end(), IsDigit);
+}
+
+// Matches `re`, anchored to a line's start, where the text of `line` starts past its prefix:
+// the message after a logger's prefix (a time, host or tag `parsed` read; blanks alone are no
+// prefix: an indented "XError: ..." is a quotation), or the text after a pdsh host or an srun
+// --label task number (`label` gets it). False when neither matches.
+bool MatchPastPrefix(const RE2& re, std::string_view line, const LogLine& parsed,
+                     re2::StringPiece* groups, int n, std::string_view* label) {
+    auto match_from = [&](std::size_t from) {
+        const re2::StringPiece rest(line.data() + from, line.size() - from);
+        return re.Match(rest, 0, rest.size(), RE2::UNANCHORED, groups, n);
+    };
+    const bool prefixed =
+        !parsed.time.empty() || !parsed.host.empty() || !parsed.tag.empty() || parsed.facility >= 0;
+    if (prefixed && parsed.message < line.size() && match_from(parsed.message)) return true;
+    std::string_view named;
+    const std::size_t past = PastLineLabel(line, &named);
+    if (past == 0 || (prefixed && past == parsed.message)) return false;
+    if (!IsHostName(named) && !std::all_of(named.begin(), named.end(), IsDigit)) return false;
+    if (!match_from(past)) return false;
+    *label = named;
+    return true;
 }
 
 struct Candidate {
@@ -198,6 +271,7 @@ struct Scanner::Impl {
     std::vector<std::unique_ptr<RE2>> regexes;          // by signature index
     std::vector<std::vector<std::string>> group_names;  // by signature index, by group
     std::vector<bool> is_context;                       // context-* signatures
+    std::vector<bool> anchored;  // has a line anchor: matched again past a line's prefix
     hs_database_t* db = nullptr;
     bool from_cache = false;         // the database was read from the cache, not compiled
     std::vector<unsigned> hs_ids;    // hyperscan id -> signature index
@@ -293,6 +367,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
     Impl& impl = *scanner->impl_;
     impl.limits = limits;
     impl.sigs = sigs;
+    std::vector<std::string> loose;  // the patterns without line anchors, for the prefilters
     for (const SignatureDef& s : sigs) {
         auto re = std::make_unique<RE2>(s.regex, PatternOptions());
         if (!re->ok()) {
@@ -305,12 +380,15 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         impl.group_names.push_back(std::move(names));
         impl.regexes.push_back(std::move(re));
         impl.is_context.push_back(s.name.starts_with("context-"));
+        bool had = false;
+        loose.push_back(WithoutLineAnchors(s.regex, &had));
+        impl.anchored.push_back(had);
     }
     // Compile everything Hyperscan accepts, or read back what an earlier compile of the same
     // expressions stored; patterns it rejects go to the line-by-line path.
     std::vector<std::string> exprs;
     exprs.reserve(sigs.size());
-    for (const SignatureDef& s : sigs) exprs.push_back(ForHyperscan(s.regex));
+    for (const std::string& pattern : loose) exprs.push_back(ForHyperscan(pattern));
     internal::HyperscanDb compiled;
     if (hs_valid_platform() == HS_SUCCESS) {
         const std::string key =
@@ -338,7 +416,7 @@ Result<std::shared_ptr<const Scanner>> Scanner::Build(const std::vector<Signatur
         impl.slow_set = std::make_unique<RE2::Set>(PatternOptions(), RE2::UNANCHORED);
         for (unsigned id : impl.slow_ids) {
             std::string error;
-            if (impl.slow_set->Add(sigs[id].regex, &error) < 0) {
+            if (impl.slow_set->Add(loose[id], &error) < 0) {
                 return MakeError("signature " + sigs[id].name + ": " + error);
             }
         }
@@ -367,7 +445,9 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
         groups_big.resize(static_cast<std::size_t>(ngroups) + 1);
         groups = groups_big.data();
     }
-    if (!re.Match(text, 0, line.size(), RE2::UNANCHORED, groups, ngroups + 1)) {
+    std::string_view label;  // a pdsh or srun --label label the match needed to pass
+    if (!re.Match(text, 0, line.size(), RE2::UNANCHORED, groups, ngroups + 1) &&
+        !(anchored[sig] && MatchPastPrefix(re, line, parsed, groups, ngroups + 1, &label))) {
         return;  // the prefilter over-matched
     }
     const auto begin = static_cast<std::size_t>(groups[0].data() - line.data());
@@ -390,6 +470,11 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
         if (groups[g].data() != nullptr && !name.empty()) {
             e.fields.emplace_back(name, std::string(groups[g]));
         }
+    }
+    // pdsh's label is the host the line came from; srun's, a task's number, names none (nor
+    // does a word such as "Error": a host name has a digit, as a cluster's nodes' names do).
+    if (IsHostName(label) && !e.Field("host") && !e.Field("node")) {
+        e.fields.emplace_back("host", std::string(label));
     }
     out->items.push_back(std::move(e));
 }

@@ -53,6 +53,11 @@ std::optional<KmsgPrefix> ParseKmsgPrefix(std::string_view record);
 // message (origin kUnknown) starting after its blanks, quote marks and colours.
 LogLine ParseLogLine(std::string_view line);
 
+// Where a line's own text starts past the label pdsh or clush -L ("gpu07: ") or srun --label
+// ("  3: ") put before it, which ParseLogLine keeps in a bare line's message (a word and a colon
+// start many messages too); 0 when it has none. `label` gets the label's text ("gpu07", "3").
+std::size_t PastLineLabel(std::string_view line, std::string_view* label);
+
 // Byte ranges [first, second) of `message` (a kernel message) that quote names a user chooses:
 // the task name and file name of a segfault or trap line, the task of an OOM kill, a hung task
 // or a soft lockup, comm= and exe= of an audit record. Evidence matched there is not evidence.
