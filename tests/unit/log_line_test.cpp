@@ -194,6 +194,26 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     l = ParseLogLine(bare_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(Message(bare_pdsh, l), "NVRM: Xid 79");
+    // A collector's time (kubectl logs --timestamps) before the record's own prefix.
+    const std::string collected =
+        "2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 gpu-node-3 kernel: NVRM: Xid 79";
+    l = ParseLogLine(collected);
+    EXPECT_EQ(l.host, "gpu-node-3");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.time, "Mar 29 15:38:59");
+    EXPECT_EQ(Message(collected, l), "NVRM: Xid 79");
+    const std::string collected_dmesg =
+        "2026-12-06T02:20:26.123Z [Sun Dec  1 14:54:40 2024] gpu-node-3 kernel: mlx5_core x";
+    l = ParseLogLine(collected_dmesg);
+    EXPECT_EQ(l.host, "gpu-node-3");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(collected_dmesg, l), "mlx5_core x");
+    const std::string collected_bare =
+        "2026-12-06T02:20:26.123Z Traceback (most recent call last):";
+    l = ParseLogLine(collected_bare);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_EQ(Message(collected_bare, l), "Traceback (most recent call last):");
+
     const std::string tagged_pdsh = "gpu-node-3: kernel: NVRM: Xid 79";
     l = ParseLogLine(tagged_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");

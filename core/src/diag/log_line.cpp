@@ -60,7 +60,11 @@ const RE2& HostTag() {
 // and tag optional after an ISO time ("2026-12-01 10:00:00,123 message") or after a time of day
 // alone ("19:14:43  NVRM: Xid ...", a paste that kept only the clock); journald's short-full
 // ("Tue 2026-12-01 10:00:00 UTC host tag: ") and short-unix ("1764583200.123456 host tag: ").
-bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
+// A collector's own time may come first (kubectl logs --timestamps, a log shipper's export:
+// "2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 node1 kernel: ..."): the record's own time,
+// host and tag after it are read (`nested`: that inner call, which looks no further).
+bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out,
+                        bool nested = false) {
     static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? {1,2}\d{1,2} )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
                           PatternOptions());
@@ -79,6 +83,17 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
         return false;
     }
     out->time = View(time);
+    if (!bsd && !nested) {
+        std::size_t inner_pos = *pos;
+        LogLine inner;
+        if (ConsumeTimeHostTag(line, &inner_pos, &inner, true) && !inner.tag.empty()) {
+            *pos = inner_pos;
+            out->time = inner.time;
+            out->host = inner.host;
+            out->tag = inner.tag;
+            return true;
+        }
+    }
     const std::size_t before_host = *pos;
     if (Consume(line, pos, HostTag(), &host, &tag, &pid)) {
         // "2024-10-09 15:47:38.568412: E path/file.cc:1170] " (TensorFlow, XLA, absl logging):
@@ -280,7 +295,11 @@ LogLine ParseLogLine(std::string_view line) {
     ConsumeDmesgFacility(line, &pos, &out);
     const bool stamped = ConsumeTimeHostTag(line, &pos, &out);
     const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
-    if (dmesg && !stamped) ConsumeJournalHostTag(line, &pos, &out);
+    // A host and tag after dmesg's time ("[Sun Dec  1 14:54:40 2024] node1 kernel: "), also
+    // behind a collector's time alone.
+    if (dmesg && (!stamped || (out.host.empty() && out.tag.empty()))) {
+        ConsumeJournalHostTag(line, &pos, &out);
+    }
     const bool decoded = out.facility >= 0;
     // "node1: NVRM: Xid ..." (pdsh over dmesg without times) and "node1: kernel: NVRM: ..."
     // (over a paste that kept the kernel's tag) name a host too; "NVRM: Xid ..." and
