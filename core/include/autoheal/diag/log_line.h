@@ -13,6 +13,8 @@
 //   dmesg -T    "[Tue Dec  1 10:00:00 2026] ..."
 //   dmesg       "[12345.678901] ..." and the printk caller id "[T4242] " after it
 //   pdsh        "node1: " before one of the above
+//   collector   "2026-12-06T02:20:26.123456789Z " (kubectl logs --timestamps) before syslog's
+//               or dmesg's prefix: the record's own time, host and tag are read
 // and before any of them: leading blanks, "> " quote marks, ANSI colours; a CR at the end.
 #pragma once
 
