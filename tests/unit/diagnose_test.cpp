@@ -280,6 +280,15 @@ TEST(Diagnose, TheNodeOfAFailedTaskOrOfTheWholePasteIsTheCulprit) {
     EXPECT_EQ(Classify(warn("vm-14") + error).culprit.node, "vm-14");
     EXPECT_EQ(Classify(warn("vm-14") + warn("vm-15") + error).culprit.node, "");
     EXPECT_EQ(Classify(warn("50428e4af543") + error).culprit.node, "");
+    // A pasted session's prompt names the machine its command ran on, unless the command ran
+    // on others (srun from a login node).
+    const std::string ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n";
+    EXPECT_EQ(Classify("root@gpu-node-7:~# python train.py\n" + ecc).culprit.node, "gpu-node-7");
+    EXPECT_EQ(Classify("[alice@login01 ~]$ srun -N2 python train.py\n" + ecc).culprit.node, "");
+    EXPECT_EQ(Classify(std::string("[alice@login01 ~]$ /usr/bin/srun python train.py\n") +
+                       "[root@gpu-node-7 ~]# dmesg\n" + ecc)
+                  .culprit.node,
+              "gpu-node-7");
     // The node srun says failed under the step; Open MPI's and UCX's "[host:pid]" prefixes.
     EXPECT_EQ(Classify(error + "srun: error: Node failure on gpu-b07\n").culprit.node, "gpu-b07");
     EXPECT_EQ(

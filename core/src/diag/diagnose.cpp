@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
@@ -114,6 +115,26 @@ bool IsContainerHostname(std::string_view host) {
     return host.size() == 12 && std::all_of(host.begin(), host.end(), [](char c) {
                return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
            });
+}
+
+// The host of a pasted session's first prompt whose command ran on it ("root@gpu7:~# dmesg"):
+// a command typed to run elsewhere (Slurm's and MPI's launchers, a remote shell, kubectl) printed
+// other machines' output, and its prompt's host is where the user logged in. A container's id
+// names no machine.
+std::string PromptHost(const EvidenceSet& set, std::size_t source) {
+    static constexpr std::array<std::string_view, 9> kElsewhere = {
+        "srun", "salloc", "sbatch", "mpirun", "mpiexec", "ssh", "pdsh", "clush", "kubectl"};
+    for (const Evidence& e : set.items) {
+        if (e.signature != "context-shell-prompt" || e.source != source) continue;
+        const std::string_view host = e.Field("prompt_host").value_or("");
+        if (host.empty() || IsContainerHostname(host)) continue;
+        std::string_view command = e.Field("prompt_command").value_or("");
+        command.remove_prefix(
+            command.rfind('/') == std::string_view::npos ? 0 : command.rfind('/') + 1);
+        if (std::find(kElsewhere.begin(), kElsewhere.end(), command) != kElsewhere.end()) continue;
+        return std::string(host);
+    }
+    return "";
 }
 
 // The one value of `field` that every item of input `source` carrying it has (only `signature`
@@ -349,10 +370,7 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
                               : FirstField(evidence, {"pci", "gpu"});
     d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
-    if (d.culprit.node.empty()) {
-        std::string host = ContextField(set, "context-shell-prompt", {"prompt_host"}, source);
-        if (!IsContainerHostname(host)) d.culprit.node = std::move(host);
-    }
+    if (d.culprit.node.empty()) d.culprit.node = PromptHost(set, source);
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-cloud-instance", {"instance"}, source);
     }
