@@ -67,6 +67,13 @@ TEST(PasteMarks, AContainerLogsPrefixGoesWhatTheContainerPrintedStays) {
                        "2026-12-01T10:00:00Z stderr c\n"
                        "2026-12-01T10:00:01Z stdout F 2026-12-01T10:00:00Z stderr F d\n"),
               "a\n2026-12-01T10:00:00Z stdin F b\n2026-12-01T10:00:00Z stderr c\nd\n");
+    // kubectl logs --prefix: the pod and container before each line, also with --timestamps
+    // after it; a bracket of other words is the line's own.
+    EXPECT_EQ(Stripped("[pod/trainer-0/pytorch] [ 12.5] NVRM: Xid 79\n"
+                       "[pod/trainer-1/pytorch]         State: Down\n"
+                       "[pod/trainer-1/pytorch] 2026-12-01T10:00:00Z stderr F x\n"
+                       "[rank0]: RuntimeError: y\n"),
+              "[ 12.5] NVRM: Xid 79\n        State: Down\nx\n[rank0]: RuntimeError: y\n");
     // Without one in the text's first 4 KiB, a later line keeps it (a log's chunk, not a paste).
     const std::string late = std::string(4096, 'x') + "\n2026-12-01T10:00:00Z stdout F e\n";
     EXPECT_EQ(Stripped(late), late);

@@ -183,18 +183,22 @@ void Unquote(std::string* out, std::size_t start) {
 }
 
 // Whether the text's start shows a line of a container's log as kubelet writes it (the CRI log
-// format): "2026-12-01T10:00:00.123456789Z stderr F ".
+// format): "2026-12-01T10:00:00.123456789Z stderr F ", or as `kubectl logs --prefix` prints it
+// (several pods' or containers' lines interleaved): "[pod/trainer-0/pytorch] ".
 bool HasContainerPrefix(std::string_view head) {
     return head.find(" stderr F ") != kNone || head.find(" stdout F ") != kNone ||
-           head.find(" stderr P ") != kNone || head.find(" stdout P ") != kNone;
+           head.find(" stderr P ") != kNone || head.find(" stdout P ") != kNone ||
+           head.starts_with("[pod/") || head.find("\n[pod/") != kNone;
 }
 
-// Drops the CRI log prefix that starts the line at `start` of `out`: the runtime's time, the
-// stream and the tags (F a whole line, P a piece of a longer one). What the container printed
-// stays, with its own prefixes (a dmesg run in a pod keeps its times). Whether there was one.
+// Drops the CRI log prefix that starts the line at `start` of `out` (the runtime's time, the
+// stream and the tags: F a whole line, P a piece of a longer one) or kubectl's "[pod/NAME/
+// CONTAINER] ". What the container printed stays, with its own prefixes (a dmesg run in a pod
+// keeps its times). Whether there was one.
 bool DropContainerPrefix(std::string* out, std::size_t start) {
     static const RE2 kCri(R"(\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) )"
-                          R"((?:stdout|stderr) [A-Z](?::[A-Z])*(?: |$))",
+                          R"((?:stdout|stderr) [A-Z](?::[A-Z])*(?: |$))"
+                          R"(|\[pod/[^/\]\s]+/[^/\]\s]+\](?: |$))",
                           PatternOptions());
     re2::StringPiece in(out->data() + start, out->size() - start);
     if (!RE2::Consume(&in, kCri)) return false;

@@ -7,8 +7,9 @@
 //     paste keeps them without their ESC byte ("[0m", "[1;31m") or in caret notation ("^[[0m"),
 //     those two when the first 64 KiB of the text show them (a paste's start, not a log's);
 //   - the prefix kubelet writes before each line of a container's log (Kubernetes' CRI log
-//     format, "2026-12-01T10:00:00.123456789Z stderr F "), when the first 4 KiB show one: what
-//     the container printed is read as if it stood alone;
+//     format, "2026-12-01T10:00:00.123456789Z stderr F ") or `kubectl logs --prefix` before
+//     each pod's ("[pod/trainer-0/pytorch] "), when the first 4 KiB show one: what the container
+//     printed is read as if it stood alone;
 //   - the indentation common to every non-blank line (a paste indented as a whole);
 //   - a terminal's hard wrap (a line longer than the terminal copied as pieces of its width), in
 //     a paste of at most 64 KiB that shows one: each piece that fills the width is joined to the
