@@ -202,6 +202,12 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     EXPECT_EQ(l.origin, LineOrigin::kKernel);
     EXPECT_EQ(l.time, "Mar 29 15:38:59");
     EXPECT_EQ(Message(collected, l), "NVRM: Xid 79");
+    // The kernel's tag without a host after the record's time ("Mar 29 15:38:59 kernel: ").
+    const std::string collected_untagged =
+        "2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 kernel: NVRM: Xid 79";
+    l = ParseLogLine(collected_untagged);
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(collected_untagged, l), "NVRM: Xid 79");
     const std::string collected_dmesg =
         "2026-12-06T02:20:26.123Z [Sun Dec  1 14:54:40 2024] gpu-node-3 kernel: mlx5_core x";
     l = ParseLogLine(collected_dmesg);

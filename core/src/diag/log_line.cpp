@@ -86,7 +86,7 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out,
     if (!bsd && !nested) {
         std::size_t inner_pos = *pos;
         LogLine inner;
-        if (ConsumeTimeHostTag(line, &inner_pos, &inner, true) && !inner.tag.empty()) {
+        if (ConsumeTimeHostTag(line, &inner_pos, &inner, true)) {
             *pos = inner_pos;
             out->time = inner.time;
             out->host = inner.host;
