@@ -214,6 +214,32 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(l.origin, LineOrigin::kKernel);
     EXPECT_EQ(Message(collected_dmesg, l), "mlx5_core x");
+    // pdsh's host, the kernel's decoded facility and a bracketed time behind a collector's time.
+    const std::string collected_talos =
+        "2026-12-06T02:20:26.123Z 192.168.11.119: kern: warning: [2026-04-22T21:26:20.5Z]: NVRM: x";
+    l = ParseLogLine(collected_talos);
+    EXPECT_EQ(l.host, "192.168.11.119");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(l.time, "2026-04-22T21:26:20.5Z");  // the record's own
+    EXPECT_EQ(Message(collected_talos, l), "NVRM: x");
+    // Behind it alone, pdsh's host keeps the collector's time.
+    const std::string collected_pdsh = "2026-12-06T02:20:26.123Z gpu-node-3: NVRM: Xid 79";
+    l = ParseLogLine(collected_pdsh);
+    EXPECT_EQ(l.host, "gpu-node-3");
+    EXPECT_EQ(l.time, "2026-12-06T02:20:26.123Z");
+    EXPECT_EQ(Message(collected_pdsh, l), "NVRM: Xid 79");
+    // A tool's indented output behind it names no host ("Physical state: " is no "host tag: ").
+    const std::string collected_indented =
+        "2026-12-06T02:20:26.123Z         Physical state: LinkUp";
+    l = ParseLogLine(collected_indented);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_TRUE(l.tag.empty());
+    EXPECT_EQ(Message(collected_indented, l), "Physical state: LinkUp");
+    // Nor does a driver's device: "amdgpu 0000:29:00.0: " is no "host tag:".
+    const std::string device = "2026-12-06T02:20:26.123Z amdgpu 0000:29:00.0: WARN: hot";
+    l = ParseLogLine(device);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_EQ(Message(device, l), "amdgpu 0000:29:00.0: WARN: hot");
     const std::string collected_bare =
         "2026-12-06T02:20:26.123Z Traceback (most recent call last):";
     l = ParseLogLine(collected_bare);

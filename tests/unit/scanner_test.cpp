@@ -132,6 +132,25 @@ TEST(Scanner, AnchorsAlsoHoldPastALinesPrefixOrLabel) {
     EXPECT_EQ(set.items[3].Field("exc"), "RuntimeError");
 }
 
+// Behind a collector's time (kubectl logs --timestamps) the blanks past the one after it are the
+// line's own indentation: an indented tool's line matches as it would alone, an indented
+// exception is still a quotation.
+TEST(Scanner, AnchorsKeepALinesIndentationBehindACollectorsTime) {
+    auto scanner = Build({Sig("state", R"(^\s+State\s*: (?P<state>Down|Active)\s*$)"),
+                          Sig("exc", R"(^(?P<exc>\pL+Error): )")});
+    EvidenceSet set;
+    scanner->ScanText(
+        "2026-12-06T02:20:26.123456789Z         State: Down\n"  // 1: indented
+        "2026-12-06T02:20:26.123456789Z State: Active\n"        // 2: not indented
+        "2026-12-06T02:20:26.123456789Z     ValueError: x\n"    // 3: a quotation
+        "2026-12-06T02:20:26.123456789Z ValueError: raised\n",  // 4
+        "paste", &set);
+    ASSERT_EQ(set.items.size(), 2u);
+    EXPECT_EQ(set.items[0].line, 1u);
+    EXPECT_EQ(set.items[0].Field("state"), "Down");
+    EXPECT_EQ(set.items[1].line, 4u);
+}
+
 TEST(Scanner, StreamsFilesInChunksWithCorrectLineNumbers) {
     ScanLimits limits;
     limits.chunk_bytes = 64;  // force many chunks and lines cut at chunk edges

@@ -60,11 +60,9 @@ const RE2& HostTag() {
 // and tag optional after an ISO time ("2026-12-01 10:00:00,123 message") or after a time of day
 // alone ("19:14:43  NVRM: Xid ...", a paste that kept only the clock); journald's short-full
 // ("Tue 2026-12-01 10:00:00 UTC host tag: ") and short-unix ("1764583200.123456 host tag: ").
-// A collector's own time may come first (kubectl logs --timestamps, a log shipper's export:
-// "2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 node1 kernel: ..."): the record's own time,
-// host and tag after it are read (`nested`: that inner call, which looks no further).
-bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out,
-                        bool nested = false) {
+// Blanks past one after the time indent what follows ("2026-12-06T02:20:26Z         Physical
+// state: LinkUp", a collector's time before a tool's indented output): no host or tag there.
+bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? {1,2}\d{1,2} )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
                           PatternOptions());
@@ -83,19 +81,14 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out,
         return false;
     }
     out->time = View(time);
-    if (!bsd && !nested) {
-        std::size_t inner_pos = *pos;
-        LogLine inner;
-        if (ConsumeTimeHostTag(line, &inner_pos, &inner, true)) {
-            *pos = inner_pos;
-            out->time = inner.time;
-            out->host = inner.host;
-            out->tag = inner.tag;
-            return true;
-        }
-    }
+    if (*pos >= 2 && line[*pos - 1] == ' ' && line[*pos - 2] == ' ') return true;
     const std::size_t before_host = *pos;
     if (Consume(line, pos, HostTag(), &host, &tag, &pid)) {
+        // "amdgpu 0000:29:00.0: " (a driver and its device) is not "host tag:".
+        if (line[*pos - 1] == ':' && *pos < line.size() && IsDigit(line[*pos])) {
+            *pos = before_host;
+            return true;
+        }
         // "2024-10-09 15:47:38.568412: E path/file.cc:1170] " (TensorFlow, XLA, absl logging):
         // a severity letter and a source line, no host.
         // "2024-10-09 15:47:38,123 INFO trainer: " (Python's logging, "%(asctime)s %(levelname)s
@@ -275,11 +268,30 @@ std::optional<KmsgPrefix> ParseKmsgPrefix(std::string_view record) {
     return out;
 }
 
-LogLine ParseLogLine(std::string_view line) {
+namespace {
+
+// Reads the prefix of the record that starts at `pos` of `line`. A collector's own time may come
+// first (kubectl logs --timestamps, a log shipper's export): the record's own prefix after it
+// ("2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 node1 kernel: ", "... node1: kern: warning:
+// [time]: ", "... [12345.678] ") is the line's (`collected`: read behind one, look no further).
+LogLine ParseFrom(std::string_view line, std::size_t pos, bool collected) {
+    static const RE2 kCollector(R"((\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+                                R"((?:Z|[+-]\d\d:?\d\d)?) +)",
+                                PatternOptions());
     LogLine out;
     out.end = line.size();
     if (out.end > 0 && line[out.end - 1] == '\r') --out.end;
-    std::size_t pos = SkipNoise(line, 0);
+    pos = SkipNoise(line, pos);
+    re2::StringPiece collector_time;
+    if (std::size_t inner_pos = pos;
+        !collected && Consume(line, &inner_pos, kCollector, &collector_time)) {
+        LogLine inner = ParseFrom(line, inner_pos, true);
+        if (!inner.time.empty() || !inner.host.empty() || !inner.tag.empty() ||
+            inner.facility >= 0 || inner.origin != LineOrigin::kUnknown) {
+            if (inner.time.empty()) inner.time = View(collector_time);
+            return inner;
+        }
+    }
     if (pos < line.size() && IsDigit(line[pos])) {
         if (auto kmsg = ParseKmsgPrefix(line.substr(pos))) {
             out.facility = kmsg->facility;
@@ -297,7 +309,7 @@ LogLine ParseLogLine(std::string_view line) {
     const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
     // A host and tag after dmesg's time ("[Sun Dec  1 14:54:40 2024] node1 kernel: "), also
     // behind a collector's time alone.
-    if (dmesg && (!stamped || (out.host.empty() && out.tag.empty()))) {
+    if (dmesg && !stamped) {
         ConsumeJournalHostTag(line, &pos, &out);
     }
     const bool decoded = out.facility >= 0;
@@ -327,6 +339,10 @@ LogLine ParseLogLine(std::string_view line) {
     }
     return out;
 }
+
+}  // namespace
+
+LogLine ParseLogLine(std::string_view line) { return ParseFrom(line, 0, false); }
 
 std::size_t PastLineLabel(std::string_view line, std::string_view* label) {
     const std::size_t start = SkipNoise(line, 0);

@@ -177,8 +177,10 @@ bool IsHostName(std::string_view label) {
 
 // Matches `re`, anchored to a line's start, where the text of `line` starts past its prefix:
 // the message after a logger's prefix (a time, host or tag `parsed` read; blanks alone are no
-// prefix: an indented "XError: ..." is a quotation), or the text after a pdsh host or an srun
-// --label task number (`label` gets it). False when neither matches.
+// prefix: an indented "XError: ..." is a quotation; blanks past the one that ends the prefix
+// are the message's own indentation, as in a tool's indented output behind a collector's time,
+// "2026-12-06T02:20:26Z         State : ..."), or the text after a pdsh host or an srun --label
+// task number (`label` gets it). False when neither matches.
 bool MatchPastPrefix(const RE2& re, std::string_view line, const LogLine& parsed,
                      re2::StringPiece* groups, int n, std::string_view* label) {
     auto match_from = [&](std::size_t from) {
@@ -187,7 +189,11 @@ bool MatchPastPrefix(const RE2& re, std::string_view line, const LogLine& parsed
     };
     const bool prefixed =
         !parsed.time.empty() || !parsed.host.empty() || !parsed.tag.empty() || parsed.facility >= 0;
-    if (prefixed && parsed.message < line.size() && match_from(parsed.message)) return true;
+    if (prefixed && parsed.message < line.size()) {
+        std::size_t blanks = parsed.message;
+        while (blanks > 0 && (line[blanks - 1] == ' ' || line[blanks - 1] == '\t')) --blanks;
+        if (match_from(parsed.message - blanks >= 2 ? blanks + 1 : parsed.message)) return true;
+    }
     std::string_view named;
     const std::size_t past = PastLineLabel(line, &named);
     if (past == 0 || (prefixed && past == parsed.message)) return false;
