@@ -74,6 +74,20 @@ TEST(PasteMarks, AContainerLogsPrefixGoesWhatTheContainerPrintedStays) {
                        "[pod/trainer-1/pytorch] 2026-12-01T10:00:00Z stderr F x\n"
                        "[rank0]: RuntimeError: y\n"),
               "[ 12.5] NVRM: Xid 79\n        State: Down\nx\n[rank0]: RuntimeError: y\n");
+    // docker compose logs ("NAME-1", "project_NAME_1", padded past the longest name); a table's
+    // rows (ipmitool's "   1 | ") and words before a bar are no container's name.
+    EXPECT_EQ(Stripped("$ docker compose logs\n"
+                       "trainer-1  | [ 12.5] NVRM: Xid 79\n"
+                       "proj_db_1  |         State: Down\n"
+                       "trainer-1  |\n"
+                       "   1 | 05/17/2023 | Power Supply PS2 | Failure detected\n"
+                       "Status | ok\n"),
+              "$ docker compose logs\n[ 12.5] NVRM: Xid 79\n        State: Down\n\n"
+              "   1 | 05/17/2023 | Power Supply PS2 | Failure detected\nStatus | ok\n");
+    EXPECT_EQ(Stripped("ID | Name\n 1 | PS2 | Failure detected\n"),
+              "ID | Name\n 1 | PS2 | Failure detected\n");
+    // A host before a health check's line, one blank before its bar, is no container's name.
+    EXPECT_FALSE(StripPasteMarks("gpu-nd-014 | Healthy\ngpu-nd-015 | ERROR: nhc: x\n"));
     // Without one in the text's first 4 KiB, a later line keeps it (a log's chunk, not a paste).
     const std::string late = std::string(4096, 'x') + "\n2026-12-01T10:00:00Z stdout F e\n";
     EXPECT_EQ(Stripped(late), late);

@@ -183,22 +183,28 @@ void Unquote(std::string* out, std::size_t start) {
 }
 
 // Whether the text's start shows a line of a container's log as kubelet writes it (the CRI log
-// format): "2026-12-01T10:00:00.123456789Z stderr F ", or as `kubectl logs --prefix` prints it
-// (several pods' or containers' lines interleaved): "[pod/trainer-0/pytorch] ".
+// format): "2026-12-01T10:00:00.123456789Z stderr F ", as `kubectl logs --prefix` prints it
+// (several pods' or containers' lines interleaved): "[pod/trainer-0/pytorch] ", or as `docker
+// compose logs` and `up` print it: the container's name, which ends in its service's replica
+// number ("trainer-1", "project_trainer_1"), padded past the longest name, then "| " (so two
+// blanks at least before the bar; "gpu-nd-014 | ", a host before a health check's line, is not).
 bool HasContainerPrefix(std::string_view head) {
+    static const RE2 kCompose(R"((?m)^[A-Za-z][\w.-]*[-_]\d+  +\| )", PatternOptions());
     return head.find(" stderr F ") != kNone || head.find(" stdout F ") != kNone ||
            head.find(" stderr P ") != kNone || head.find(" stdout P ") != kNone ||
-           head.starts_with("[pod/") || head.find("\n[pod/") != kNone;
+           head.starts_with("[pod/") || head.find("\n[pod/") != kNone ||
+           (head.find(" | ") != kNone && RE2::PartialMatch(head, kCompose));
 }
 
 // Drops the CRI log prefix that starts the line at `start` of `out` (the runtime's time, the
-// stream and the tags: F a whole line, P a piece of a longer one) or kubectl's "[pod/NAME/
-// CONTAINER] ". What the container printed stays, with its own prefixes (a dmesg run in a pod
-// keeps its times). Whether there was one.
+// stream and the tags: F a whole line, P a piece of a longer one), kubectl's "[pod/NAME/
+// CONTAINER] " or docker compose's "NAME-1  | ". What the container printed stays, with its own
+// prefixes (a dmesg run in a pod keeps its times). Whether there was one.
 bool DropContainerPrefix(std::string* out, std::size_t start) {
     static const RE2 kCri(R"(\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) )"
                           R"((?:stdout|stderr) [A-Z](?::[A-Z])*(?: |$))"
-                          R"(|\[pod/[^/\]\s]+/[^/\]\s]+\](?: |$))",
+                          R"(|\[pod/[^/\]\s]+/[^/\]\s]+\](?: |$))"
+                          R"(|[A-Za-z][\w.-]*[-_]\d+  +\|(?: |$))",
                           PatternOptions());
     re2::StringPiece in(out->data() + start, out->size() - start);
     if (!RE2::Consume(&in, kCri)) return false;
