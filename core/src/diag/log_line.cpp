@@ -307,8 +307,8 @@ LogLine ParseFrom(std::string_view line, std::size_t pos, bool collected) {
     ConsumeDmesgFacility(line, &pos, &out);
     const bool stamped = ConsumeTimeHostTag(line, &pos, &out);
     const bool dmesg = ConsumeDmesgTime(line, &pos, &out);
-    // A host and tag after dmesg's time ("[Sun Dec  1 14:54:40 2024] node1 kernel: "), also
-    // behind a collector's time alone.
+    // A host and tag after dmesg's time ("[Sun Dec  1 14:54:40 2024] node1 kernel: "); behind a
+    // collector's time, the inner read above finds them.
     if (dmesg && !stamped) {
         ConsumeJournalHostTag(line, &pos, &out);
     }
