@@ -193,7 +193,8 @@ bool HasContainerPrefix(std::string_view head) {
     return head.find(" stderr F ") != kNone || head.find(" stdout F ") != kNone ||
            head.find(" stderr P ") != kNone || head.find(" stdout P ") != kNone ||
            head.starts_with("[pod/") || head.find("\n[pod/") != kNone ||
-           (head.find(" | ") != kNone && RE2::PartialMatch(head, kCompose));
+           (head.find(" | ") != kNone &&
+            RE2::PartialMatch(re2::StringPiece(head.data(), head.size()), kCompose));
 }
 
 // Drops the CRI log prefix that starts the line at `start` of `out` (the runtime's time, the
