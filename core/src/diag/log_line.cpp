@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <string>
 
 #include "autoheal/diag/pattern.h"
 
@@ -47,6 +48,14 @@ bool Consume(std::string_view line, std::size_t* pos, const RE2& re, Args*... ar
 
 std::string_view View(const re2::StringPiece& p) { return {p.data(), p.size()}; }
 
+// An ISO 8601 / RFC 3339 time as loggers and collectors write it: "2026-12-01T10:00:00Z",
+// "2026-12-01 10:00:00,123", "2026-12-06T02:20:26.123456789+01:00".
+const std::string& IsoTime() {
+    static const std::string re =
+        R"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)";
+    return re;
+}
+
 // "host tag[pid]: " after a syslog or journald time: the host, the tag and its pid.
 const RE2& HostTag() {
     static const RE2 re(R"(([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z0-9_./-]+)(\[\d+\])?: ?)",
@@ -66,9 +75,7 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kBsd(R"(([A-Za-z\x80-\xff]{2,8}\.? {1,2}\d{1,2} )"
                           R"(\d\d:\d\d:\d\d(?:\.\d+)?) +)",
                           PatternOptions());
-    static const RE2 kIso(
-        R"((\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)(?: +|:? +|$))",
-        PatternOptions());
+    static const RE2 kIso("(" + IsoTime() + R"()(?: +|:? +|$))", PatternOptions());
     static const RE2 kClock(R"((\d\d:\d\d:\d\d(?:[.,]\d+)?) +)", PatternOptions());
     static const RE2 kFull(R"(([A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? )"
                            R"([A-Za-z+-][A-Za-z0-9+/_-]*) +)",
@@ -81,7 +88,7 @@ bool ConsumeTimeHostTag(std::string_view line, std::size_t* pos, LogLine* out) {
         return false;
     }
     out->time = View(time);
-    if (*pos >= 2 && line[*pos - 1] == ' ' && line[*pos - 2] == ' ') return true;
+    if (Indentation(line, *pos) > 0) return true;
     const std::size_t before_host = *pos;
     if (Consume(line, pos, HostTag(), &host, &tag, &pid)) {
         // "amdgpu 0000:29:00.0: " (a driver and its device) is not "host tag:".
@@ -268,6 +275,15 @@ std::optional<KmsgPrefix> ParseKmsgPrefix(std::string_view record) {
     return out;
 }
 
+std::size_t Indentation(std::string_view line, std::size_t message) {
+    std::size_t blanks = 0;
+    while (blanks < message &&
+           (line[message - blanks - 1] == ' ' || line[message - blanks - 1] == '\t')) {
+        ++blanks;
+    }
+    return blanks >= 2 ? blanks - 1 : 0;
+}
+
 namespace {
 
 // Reads the prefix of the record that starts at `pos` of `line`. A collector's own time may come
@@ -275,9 +291,7 @@ namespace {
 // ("2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 node1 kernel: ", "... node1: kern: warning:
 // [time]: ", "... [12345.678] ") is the line's (`collected`: read behind one, look no further).
 LogLine ParseFrom(std::string_view line, std::size_t pos, bool collected) {
-    static const RE2 kCollector(R"((\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
-                                R"((?:Z|[+-]\d\d:?\d\d)?) +)",
-                                PatternOptions());
+    static const RE2 kCollector("(" + IsoTime() + ") +", PatternOptions());
     LogLine out;
     out.end = line.size();
     if (out.end > 0 && line[out.end - 1] == '\r') --out.end;

@@ -189,10 +189,9 @@ bool MatchPastPrefix(const RE2& re, std::string_view line, const LogLine& parsed
     };
     const bool prefixed =
         !parsed.time.empty() || !parsed.host.empty() || !parsed.tag.empty() || parsed.facility >= 0;
-    if (prefixed && parsed.message < line.size()) {
-        std::size_t blanks = parsed.message;
-        while (blanks > 0 && (line[blanks - 1] == ' ' || line[blanks - 1] == '\t')) --blanks;
-        if (match_from(parsed.message - blanks >= 2 ? blanks + 1 : parsed.message)) return true;
+    if (prefixed && parsed.message < line.size() &&
+        match_from(parsed.message - Indentation(line, parsed.message))) {
+        return true;
     }
     std::string_view named;
     const std::size_t past = PastLineLabel(line, &named);

@@ -60,6 +60,11 @@ LogLine ParseLogLine(std::string_view line);
 // start many messages too); 0 when it has none. `label` gets the label's text ("gpu07", "3").
 std::size_t PastLineLabel(std::string_view line, std::string_view* label);
 
+// The blanks before `message` (where a prefix ends in `line`) that belong to the message: all
+// but the one that ends the prefix, when there are two or more ("2026-12-06T02:20:26Z
+// Physical state: LinkUp", a collector's time before a tool's indented output); else 0.
+std::size_t Indentation(std::string_view line, std::size_t message);
+
 // Byte ranges [first, second) of `message` (a kernel message) that quote names a user chooses:
 // the task name and file name of a segfault or trap line, the task of an OOM kill, a hung task
 // or a soft lockup, comm= and exe= of an audit record. Evidence matched there is not evidence.
