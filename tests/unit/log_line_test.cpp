@@ -373,7 +373,14 @@ TEST(LogLine, BareLinesRelayKernelRecords) {
                       "SXid (PCI:0000:84:00.0): 12028"),
               "kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid "
               "(PCI:0000:84:00.0): 12028");
-    // Not a kernel record after the time; a program's record; the kernel quoting a file name.
+    // A driver's words in quotes (GPUd's scan), past a quote before other words.
+    EXPECT_EQ(relayed("[XID found] (54 minutes ago) \"NVRM: Xid (PCI:0000:9b:00): 119, pid=7\""),
+              "NVRM: Xid (PCI:0000:9b:00): 119, pid=7\"");
+    EXPECT_EQ(relayed("scan \"dmesg\" found \"NVRM: Xid (PCI:0000:9b:00): 79, GPU\""),
+              "NVRM: Xid (PCI:0000:9b:00): 79, GPU\"");
+    // Not a kernel record after the time; a program's record; the kernel quoting a file name;
+    // quoted words that are no driver's.
+    EXPECT_EQ(relayed("he said \"Xid 79 is bad\""), "");
     EXPECT_EQ(relayed("took [ 3606.832215] seconds"), "");
     EXPECT_EQ(relayed("Dec  1 10:00:00 n1 alice: [ 3606.832215] NVRM: Xid 79, x"), "");
     EXPECT_EQ(relayed("[1.0] x[42]: segfault at 0 ip 1 sp 2 error 6 in [ 1.000000] NVRM: Xid 79"),

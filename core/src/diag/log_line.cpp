@@ -426,29 +426,37 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
 
 std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed) {
     // A syslog or journald time, a host and the kernel's tag; a dmesg time (seconds with the
-    // six decimals printk writes, or dmesg -T's date); dmesg --decode's "kern  :err   : ".
+    // six decimals printk writes, or dmesg -T's date); dmesg --decode's "kern  :err   : "; a
+    // double quote, where a driver's own words follow it (GPUd's scan, "[XID found] (54 minutes
+    // ago) \"NVRM: Xid ...\"").
     static const RE2 kRecord(
         R"((?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9][A-Za-z0-9._-]* kernel: |)"
         R"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
         R"([A-Za-z0-9][A-Za-z0-9._-]* kernel: |\[ *\d+\.\d{6}\] |)"
-        R"(\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |kern *:[a-z]+ *: ))",
+        R"(\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |kern *:[a-z]+ *: |"))",
         PatternOptions());
     // Only a bare line relays: a record whose prefix names its writer (a program, or the kernel
     // quoting a task or file name) is that writer's words.
     if (parsed.origin != LineOrigin::kUnknown) return std::string_view::npos;
-    const std::size_t from = std::min(parsed.message + 1, line.size());
-    re2::StringPiece rest(line.data() + from, line.size() - from);
-    re2::StringPiece found;
-    if (!kRecord.Match(rest, 0, rest.size(), RE2::UNANCHORED, &found, 1)) {
-        return std::string_view::npos;
+    // A few quotes are looked past, not all: a JSON line has thousands, and each look scans on.
+    int quotes = 0;
+    for (std::size_t from = std::min(parsed.message + 1, line.size()); from < line.size();) {
+        re2::StringPiece rest(line.data() + from, line.size() - from);
+        re2::StringPiece found;
+        if (!kRecord.Match(rest, 0, rest.size(), RE2::UNANCHORED, &found, 1)) break;
+        // The kernel's tag or facility, or a driver speaking after a bare dmesg time or in
+        // quotes; a quote before other words is looked past.
+        const bool quoted = found == "\"";
+        const auto at = static_cast<std::size_t>(found.data() - line.data()) + (quoted ? 1 : 0);
+        const std::string_view record = line.substr(at);
+        const LogLine inner = ParseLogLine(record);
+        const bool driver =
+            FirstDriverText(record, inner.message, inner.message + 1) == inner.message;
+        if (driver || (!quoted && (inner.tag == "kernel" || inner.facility == 0))) return at;
+        if (!quoted || ++quotes == 4) break;
+        from = at;
     }
-    // The kernel's tag or facility, or a driver speaking after a bare dmesg time.
-    const auto at = static_cast<std::size_t>(found.data() - line.data());
-    const std::string_view record = line.substr(at);
-    const LogLine inner = ParseLogLine(record);
-    const bool kernel = inner.tag == "kernel" || inner.facility == 0 ||
-                        FirstDriverText(record, inner.message, inner.message + 1) == inner.message;
-    return kernel ? at : std::string_view::npos;
+    return std::string_view::npos;
 }
 
 std::size_t EvidenceStart(std::string_view line, const LogLine& parsed, std::size_t begin,
