@@ -430,10 +430,10 @@ std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed) {
     // double quote, where a driver's own words follow it (GPUd's scan, "[XID found] (54 minutes
     // ago) \"NVRM: Xid ...\"").
     static const RE2 kRecord(
-        R"((?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9][A-Za-z0-9._-]* kernel: |)"
-        R"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? )"
-        R"([A-Za-z0-9][A-Za-z0-9._-]* kernel: |\[ *\d+\.\d{6}\] |)"
-        R"(\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |kern *:[a-z]+ *: |"))",
+        R"((?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)? [A-Za-z0-9][A-Za-z0-9._-]* kernel: |)" +
+            IsoTime() +
+            R"( [A-Za-z0-9][A-Za-z0-9._-]* kernel: |\[ *\d+\.\d{6}\] |)"
+            R"(\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |kern *:[a-z]+ *: |"))",
         PatternOptions());
     // Only a bare line relays: a record whose prefix names its writer (a program, or the kernel
     // quoting a task or file name) is that writer's words.
