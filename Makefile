@@ -13,10 +13,10 @@
 #   make lint     clang-format check and clang-tidy
 #   make catalog  write the JSON Schema's cause/action enums and docs/rules.md's cause table from
 #                 the catalog (core/include/autoheal/diag/taxonomy.h)
-#   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each;
+#   make fuzz     libFuzzer targets (clang, ASan + UBSan) in build-san/, FUZZ_SECONDS each;
 #                 FUZZ_SEED=N fixes the seed (CI: 1)
-#   make test-asan  everything (plugins, fakes too) built with ASan + UBSan in build-asan/, then
-#                 the unit tests there
+#   make test-asan  everything (plugins, fakes too) built with ASan + UBSan in build-san/, then
+#                 the unit tests there (one sanitized build for both: scripts/sanitized_build.sh)
 #
 # SLURM=24.11 or SLURM=26.05 (default: the host's Slurm, 22.05 on Debian 12): the same target run
 # inside a Debian root of that Slurm release (scripts/slurm-root.sh builds it once, cached), in
@@ -105,11 +105,12 @@ catalog: build
 xid-rules:
 	@scripts/gen_xid_rules.py ../shared/data/xid_catalog.jsonl etc/rules.d/11-xid-catalog.yaml
 
-# Its own build folder (build-fuzz/), so the gcc build above is untouched.
+# The sanitized build folder (build-san/, clang), shared with test-asan, so the gcc build above
+# is untouched.
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
 
-# Its own build folder (build-asan/, gcc), so the build above is untouched; no cluster needed.
+# The sanitized build folder (build-san/, clang), shared with fuzz; no cluster needed.
 test-asan: deps
 	@scripts/test-asan.sh
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# make fuzz: builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan in their own
-# build folder, then runs each for SECONDS from the seed corpus in tests/fuzz/corpus.
+# make fuzz: builds the libFuzzer targets (tests/fuzz) in the sanitized build (clang, ASan and
+# UBSan; scripts/sanitized_build.sh), then runs each for SECONDS from the seed corpus in
+# tests/fuzz/corpus.
 #
 #   scripts/fuzz.sh [SECONDS] [FUZZER...]   default 30 s per fuzzer; default every fuzzer
 #
-# FUZZ_BUILD=build-fuzz  the build folder (apart from the gcc build; git ignores it). Everything
-#                        a run writes stays there: the working corpus (seeds + what libFuzzer
-#                        found, kept between runs), logs, crash inputs.
+# SAN_BUILD=build-san    the sanitized build folder, shared with make test-asan
+#                        (scripts/sanitized_build.sh). Everything a run writes stays in its
+#                        fuzz/: the working corpus (seeds + what libFuzzer found, kept between
+#                        runs), logs, crash inputs.
 # FUZZ_JOBS=N            parallel compile jobs (default: every CPU)
 # FUZZ_PARALLEL=N        fuzzers run at a time (default: every CPU)
 # FUZZ_SEED=N            libFuzzer's random seed (default: a new one each run). With a seed and
@@ -15,7 +17,7 @@
 #                        faster one does, so what CI finds, the same command finds here.
 # Prints, per fuzzer, its executions, coverage (libFuzzer's final cov: and ft:) and result.
 # Exits 1 when a fuzzer found a crash, leak, timeout, out-of-memory or contract violation (the
-# input is in FUZZ_BUILD/fuzz/artifacts; the log says how to replay it), 2 on a usage or build
+# input is in SAN_BUILD/fuzz/artifacts; the log says how to replay it), 2 on a usage or build
 # error.
 set -uo pipefail
 
@@ -30,7 +32,8 @@ if [ -n "${FUZZ_SEED:-}" ] && ! [[ "$FUZZ_SEED" =~ ^[1-9][0-9]{0,8}$ ]]; then
     exit 2
 fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-build=${FUZZ_BUILD:-build-fuzz}
+source scripts/sanitized_build.sh
+build=$san_build
 work=$build/fuzz
 # NAME:KIND — the target tests/fuzz/NAME.cpp, its seeds tests/fuzz/corpus/KIND and its
 # dictionary tests/fuzz/dicts/KIND.dict (when there is one).
@@ -65,18 +68,9 @@ for entry in "${fuzzers[@]}"; do names+=("${entry%%:*}"); done
 log() { printf 'autoheal: fuzz: %s\n' "$*" >&2; }
 
 # --- build -----------------------------------------------------------------------------------
-slurm_src=$(scripts/deps.sh --print-slurm-src) || exit 2
 mkdir -p "$work"
-printf '*\n' >"$build/.gitignore"  # the whole folder is a build output
-# Line tables only: all a crash report's stack needs, and cheaper to build than full -g.
 log "configuring $build (clang, ASan + UBSan, libFuzzer)"
-if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
-        -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
-        -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-        -DAUTOHEAL_FUZZ=ON -DSLURM_SRC_DIR="$slurm_src" >"$work/configure.log" 2>&1; then
-    cat "$work/configure.log" >&2
-    exit 2
-fi
+configure_sanitized_build "$work/configure.log" || exit 2
 log "building ${names[*]}"
 if ! cmake --build "$build" -j "${FUZZ_JOBS:-$(nproc)}" --target "${names[@]}" \
         >"$work/build.log" 2>&1; then

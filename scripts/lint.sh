@@ -22,7 +22,7 @@ clang-format --dry-run --Werror "${files[@]}" || rc=1
 # The job_submit plugin and the reboot request (remediation/src/slurm_reboot.cpp) include
 # Slurm's internal C headers, which clang rejects as C++ (reserved user-defined literals); gcc
 # builds them with -Wall -Wextra and no warnings. The fuzz
-# targets are compiled only in build-fuzz (make fuzz), and the CUDA module only where nvcc exists
+# targets are compiled only in build-san (make fuzz), and the CUDA module only where nvcc exists
 # (its host file module.cpp only then), so build/'s compile database lacks them: a file missing
 # from it is skipped rather than checked with guessed flags.
 not_product=()

@@ -1,37 +1,28 @@
 #!/usr/bin/env bash
 # make test-asan: builds every target (core, health, remediation, the programs, the SPANK and
-# job_submit plugins, the fake NVML and fake CUDA libraries, the CUDA module's host code where
-# nvcc exists) with AddressSanitizer and UndefinedBehaviorSanitizer in their own build folder,
-# then runs the unit tests (ctest -L unit, but the install tests) there. A memory error, leak or
-# UB aborts the process that has it (failing its test), and every report is printed at the end
-# and fails the run.
+# job_submit plugins, the fake NVML and fake CUDA libraries, the CUDA module where nvcc exists)
+# in the sanitized build (clang, ASan and UBSan; scripts/sanitized_build.sh, shared with make
+# fuzz), then runs the unit tests (ctest -L unit, but the install tests) there. A memory error,
+# leak or UB aborts the process that has it (failing its test), and every report is printed at
+# the end and fails the run.
 #
 #   scripts/test-asan.sh [CTEST ARGS...]     e.g. -R diag_test, --repeat until-fail:3
 #
-# ASAN_BUILD=build-asan  the build folder (apart from the gcc build; git ignores it)
+# SAN_BUILD=build-san    the build folder (apart from the gcc build; git ignores it)
 # ASAN_JOBS=$(nproc)     parallel compile and test jobs
 # Exits with ctest's status (1 when a report was written), 2 on a configure or build error.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-build=${ASAN_BUILD:-build-asan}
+source scripts/sanitized_build.sh
+build=$san_build
 jobs=${ASAN_JOBS:-$(nproc)}
 
 log() { printf 'autoheal: test-asan: %s\n' "$*" >&2; }
 
 # --- build -----------------------------------------------------------------------------------
-slurm_src=$(scripts/deps.sh --print-slurm-src) || exit 2
-mkdir -p "$build"
-printf '*\n' >"$build/.gitignore"  # the whole folder is a build output
-# -O0 -g1: CI builds this from clean, and gcc with ASan compiled a file 2.5 times slower at
-# -O1 -g (explain.cpp: 21.4 s, against 8.9 s); line tables are all a report needs.
-log "configuring $build (gcc, ASan + UBSan, -O0 -g1)"
-if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug \
-        -DCMAKE_C_FLAGS_DEBUG='-g1 -O0' -DCMAKE_CXX_FLAGS_DEBUG='-g1 -O0' \
-        -DAUTOHEAL_SANITIZE=ON -DSLURM_SRC_DIR="$slurm_src" >"$build/configure.log" 2>&1; then
-    cat "$build/configure.log" >&2
-    exit 2
-fi
+log "configuring $build (clang, ASan + UBSan)"
+configure_sanitized_build "$build/configure.log" || exit 2
 log "building (log: $build/build.log)"
 if ! cmake --build "$build" -j "$jobs" >"$build/build.log" 2>&1; then
     grep -E -A5 'error|Error' "$build/build.log" | head -60 >&2
