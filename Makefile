@@ -66,11 +66,12 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# JOBS tests at a time; the cluster tests (and install.staged) each run alone (RUN_SERIAL).
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j 1
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 unit-test: build
-	@cd $(BUILD) && ctest --output-on-failure -L unit
+	@cd $(BUILD) && ctest --output-on-failure -L unit -j $(JOBS)
 
 integration-test: build
 	@cd $(BUILD) && ctest --output-on-failure -L integration
