@@ -4,9 +4,9 @@
 # libFuzzer's coverage instrumentation over the whole tree (AUTOHEAL_FUZZ=ON), at -O1 with line
 # tables only (all a report's stack needs). make fuzz builds the fuzz targets there, make test-asan
 # every target and runs the unit tests; in CI the second builds only what the first did not
-# (one sanitized build instead of two: 6 minutes less on 2 cores).
+# (one sanitized build instead of two: about 5 minutes less in CI on 2 cores).
 #
-#   configure_sanitized_build LOG   configures $san_build (once; again when CMakeLists change);
+#   configure_sanitized_build LOG   configures $san_build (from scratch the first time, quickly after);
 #                                   the configure output goes to LOG, and to stderr on failure
 san_build=${SAN_BUILD:-build-san}
 
