@@ -400,12 +400,15 @@ bool Above(const Evidence* header, const Evidence& e, std::uint64_t lines) {
 //   NAME (UUID: GPU-...)" in -L and nvlink -s, -e, -c) with its fields indented under it, and
 //   dcgmi nvlink --link-status does the same under "gpuId 3:": an indented line of the block is
 //   about its GPU. A line at the margin is not the block's (a program's own output after
-//   `nvidia-smi -L`, say).
+//   `nvidia-smi -L`, say);
+// - nvidia-smi's summary table gives a GPU two rows, and only the first names it: the row right
+//   under it (fan, temperature, power, memory) is the same GPU's.
 void FillGpuFromHeaders(EvidenceSet* set) {
     constexpr std::uint64_t kDriverMessageLines = 3;
     constexpr std::uint64_t kMaxBlockLines = 400;  // nvidia-smi -q gives a GPU ~200 lines
     const Evidence* driver = nullptr;
     const Evidence* block = nullptr;
+    const Evidence* table_row = nullptr;
     for (Evidence& e : set->items) {
         if (e.signature == "context-nvrm-gpu") {
             driver = &e;
@@ -415,9 +418,18 @@ void FillGpuFromHeaders(EvidenceSet* set) {
             block = &e;
             continue;
         }
+        if (e.signature == "context-nvidia-smi-table-gpu") {
+            table_row = &e;
+            continue;
+        }
         if (Above(driver, e, kDriverMessageLines) && !e.Field("pci") &&
             (e.signature == "gpu-fallen-off-bus" || e.text.find("NVRM") != std::string::npos)) {
             if (auto pci = driver->Field("pci")) e.SetField("pci", NormalizePci(*pci));
+        }
+        if (Above(table_row, e, 1) && e.line == table_row->line + 1 && e.text.starts_with('|') &&
+            !e.Field("pci")) {
+            if (auto pci = table_row->Field("pci")) e.SetField("pci", NormalizePci(*pci));
+            continue;
         }
         if (!Above(block, e, kMaxBlockLines) || e.line == block->line || e.text.empty() ||
             (e.text[0] != ' ' && e.text[0] != '\t') || e.Field("pci") || e.Field("bdf") ||
