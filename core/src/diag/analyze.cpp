@@ -57,13 +57,18 @@ void FillHost(Evidence* e, const LogLine& line) {
     // Azure's distributed health checks collect each node's result as "host | line"
     // (distributed_nhc's health.log); a table's row has more columns. A host has a digit.
     static const RE2 kColumn(R"(^\s*([A-Za-z][A-Za-z0-9._-]*) \| [^|]*$)");
+    // A structured (JSON) log record that names the host it came from, as node agents and
+    // log shippers write them ("hostname":"gpu-17", Kubernetes' "nodeName").
+    static const RE2 kJson(
+        R"re("(?:hostname|nodeName|node_name)"\s*:\s*"([A-Za-z][A-Za-z0-9._-]*)")re");
     std::string host;
     if ((RE2::PartialMatch(e->text, kColumn, &host) &&
          host.find_first_of("0123456789") != std::string::npos) ||
         RE2::PartialMatch(e->text, kNccl, &host) ||
         (RE2::PartialMatch(e->text, kTagged, &host) &&
          host.find_first_not_of("0123456789") != std::string::npos) ||
-        RE2::PartialMatch(e->text, kMpi, &host) || RE2::PartialMatch(e->text, kCrayMpich, &host)) {
+        RE2::PartialMatch(e->text, kMpi, &host) || RE2::PartialMatch(e->text, kCrayMpich, &host) ||
+        RE2::PartialMatch(e->text, kJson, &host)) {
         e->SetField("host", host);
     }
 }
