@@ -431,8 +431,8 @@ void FillGpuFromHeaders(EvidenceSet* set) {
             (e.signature == "gpu-fallen-off-bus" || e.text.find("NVRM") != std::string::npos)) {
             if (auto pci = driver->Field("pci")) e.SetField("pci", NormalizePci(*pci));
         }
-        if (Above(table_row, e, 1) && e.line == table_row->line + 1 && e.text.starts_with('|') &&
-            !e.Field("pci")) {
+        if (table_row != nullptr && table_row->source == e.source &&
+            e.line == table_row->line + 1 && e.text.starts_with('|') && !e.Field("pci")) {
             if (auto pci = table_row->Field("pci")) e.SetField("pci", NormalizePci(*pci));
             continue;
         }
