@@ -378,11 +378,13 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     // Exited with exit code 1", "Node failure on NODE", slurmstepd's "*** STEP 42.0 ON NODE
     // CANCELLED"), or the MPI launcher for the daemon it lost or the first rank that died
     // ("Remote daemon: [[1,0],1] on node NODE", "mpirun noticed that process rank 3 with PID 42
-    // on node NODE exited on signal 9").
+    // on node NODE exited on signal 9"), or the node `scontrol show node` describes
+    // ("NodeName=NODE Arch=...", beside its Reason=).
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(
             set, "context-task-node",
-            {"failed_node", "task_node", "step_node", "stepd_node", "daemon_node"}, source);
+            {"failed_node", "task_node", "step_node", "stepd_node", "daemon_node", "shown_node"},
+            source);
     }
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "mpi-process-exited", {"node"}, source);
