@@ -54,17 +54,17 @@ void FillHost(Evidence* e, const LogLine& line) {
     // HPE Cray MPICH's abort: "MPICH ERROR [Rank 3] [job id 123.0] [DATE] [nid001616] - Abort(".
     static const RE2 kCrayMpich(
         R"(MPICH ERROR \[Rank \d+\] \[job id [^\]]*\] \[[^\]]*\] \[([A-Za-z][A-Za-z0-9._-]*)\] - )");
-    // Azure's distributed health checks collect each node's result as "host | line"
-    // (distributed_nhc's health.log); a table's row has more columns. A host has a digit.
-    static const RE2 kColumn(R"(^\s*([A-Za-z][A-Za-z0-9._-]*) \| [^|]*$)");
     // A structured (JSON) log record that names the host it came from, as node agents and
     // log shippers write them ("hostname":"gpu-17", Kubernetes' "nodeName").
     static const RE2 kJson(
         R"re("(?:hostname|nodeName|node_name)"\s*:\s*"([A-Za-z][A-Za-z0-9._-]*)")re");
+    // Azure's distributed health checks collect each node's result as "host | line".
+    if (const std::string_view collected = CollectedHost(e->text); !collected.empty()) {
+        e->SetField("host", std::string(collected));
+        return;
+    }
     std::string host;
-    if ((RE2::PartialMatch(e->text, kColumn, &host) &&
-         host.find_first_of("0123456789") != std::string::npos) ||
-        RE2::PartialMatch(e->text, kNccl, &host) ||
+    if (RE2::PartialMatch(e->text, kNccl, &host) ||
         (RE2::PartialMatch(e->text, kTagged, &host) &&
          host.find_first_not_of("0123456789") != std::string::npos) ||
         RE2::PartialMatch(e->text, kMpi, &host) || RE2::PartialMatch(e->text, kCrayMpich, &host) ||

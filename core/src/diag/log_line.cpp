@@ -459,6 +459,15 @@ std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed) {
     return std::string_view::npos;
 }
 
+std::string_view CollectedHost(std::string_view line) {
+    // A table's row has more columns; a host has a digit, as a cluster's nodes' names do.
+    static const RE2 kColumn(R"(^\s*([A-Za-z][A-Za-z0-9._-]*) \| [^|]*$)");
+    re2::StringPiece host;
+    if (!RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), kColumn, &host)) return {};
+    const std::string_view name(host.data(), host.size());
+    return name.find_first_of("0123456789") == std::string_view::npos ? std::string_view() : name;
+}
+
 std::size_t EvidenceStart(std::string_view line, const LogLine& parsed, std::size_t begin,
                           std::size_t end, bool kernel_only) {
     if (IsAdmissible(line, parsed, begin, end, kernel_only)) return 0;

@@ -476,6 +476,13 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
             e.fields.emplace_back(name, std::string(groups[g]));
         }
     }
+    // A record relayed behind a collector's "host | " is that host's ("mynode-066 | ERROR: nhc:
+    // ... check_gpu_xid: GPU Xid errors detected: [ 3606.8] NVRM: Xid ..."): the relaying words
+    // are not in the evidence's text, so the host is kept here.
+    if (from > 0 && !e.Field("host") && !e.Field("node")) {
+        const std::string_view collected = CollectedHost(line);
+        if (!collected.empty()) e.fields.emplace_back("host", std::string(collected));
+    }
     // pdsh's label is the host the line came from; srun's, a task's number, names none (nor
     // does a word such as "Error": a host name has a digit, as a cluster's nodes' names do).
     if (IsHostName(label) && !e.Field("host") && !e.Field("node")) {

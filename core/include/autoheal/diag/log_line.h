@@ -86,6 +86,11 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
 // a record quoted by another program is that program's words.
 std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed);
 
+// The host a collector put before a node's own line ("mynode-066 | ERROR: nhc: ...", Azure's
+// distributed health checks' health.log): a name with a digit, then " | ", and no other column;
+// empty when `line` has none.
+std::string_view CollectedHost(std::string_view line);
+
 // Where the evidence for a match at [begin, end) of `line` starts: 0 where the line admits it
 // (IsAdmissible), the relayed record's offset where, in pasted text (not `kernel_only`), the
 // line relays a kernel record that admits it (RelayedKernelRecord); npos where it is no evidence.
