@@ -454,6 +454,22 @@ void FillGpuFromHeaders(EvidenceSet* set) {
     }
 }
 
+// A firmware-first PCIe record (CPER, drivers/firmware/efi/cper.c) names its device a line
+// above its vendor: "{3}[Hardware Error]:   device_id: 0000:9b:00.0" then "{3}[Hardware Error]:
+// vendor_id: 0x10de, device_id: 0x2330". The NVIDIA vendor line is that GPU's.
+void FillGpuFromGhesRecord(EvidenceSet* set) {
+    constexpr std::uint64_t kRecordLines = 3;
+    const Evidence* device = nullptr;
+    for (Evidence& e : set->items) {
+        if (e.signature == "context-ghes-pcie-device") {
+            device = &e;
+        } else if (e.signature == "context-ghes-nvidia-device" && !e.Field("pci") &&
+                   Above(device, e, kRecordLines)) {
+            if (auto pci = device->Field("pci")) e.SetField("pci", NormalizePci(*pci));
+        }
+    }
+}
+
 }  // namespace
 
 void Analyze(EvidenceSet* set) {
@@ -468,6 +484,7 @@ void Analyze(EvidenceSet* set) {
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
     }
     FillGpuFromHeaders(set);  // before the analyzers that copy an item's GPU
+    FillGpuFromGhesRecord(set);
     AnalyzeCausedBy(set);
     AnalyzeReportedXids(set);
     AnalyzeOomAccounting(set);
