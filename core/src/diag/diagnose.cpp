@@ -379,12 +379,12 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     // CANCELLED"), or the MPI launcher for the daemon it lost or the first rank that died
     // ("Remote daemon: [[1,0],1] on node NODE", "mpirun noticed that process rank 3 with PID 42
     // on node NODE exited on signal 9"), or the node `scontrol show node` describes
-    // ("NodeName=NODE Arch=...", beside its Reason=).
+    // ("NodeName=NODE Arch=...", beside its Reason=), or NCCL RAS for a process it lost.
     if (d.culprit.node.empty()) {
-        d.culprit.node = ContextField(
-            set, "context-task-node",
-            {"failed_node", "task_node", "step_node", "stepd_node", "daemon_node", "shown_node"},
-            source);
+        d.culprit.node = ContextField(set, "context-task-node",
+                                      {"failed_node", "task_node", "step_node", "stepd_node",
+                                       "daemon_node", "shown_node", "ras_node"},
+                                      source);
     }
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "mpi-process-exited", {"node"}, source);
