@@ -407,13 +407,18 @@ bool Above(const Evidence* header, const Evidence& e, std::uint64_t lines) {
 //   about its GPU. A line at the margin is not the block's (a program's own output after
 //   `nvidia-smi -L`, say);
 // - nvidia-smi's summary table gives a GPU two rows, and only the first names it: the row right
-//   under it (fan, temperature, power, memory) is the same GPU's.
+//   under it (fan, temperature, power, memory) is the same GPU's;
+// - a firmware-first PCIe record (CPER, drivers/firmware/efi/cper.c) names its device a line
+//   above its vendor ("{3}[Hardware Error]:   device_id: 0000:9b:00.0", then "vendor_id: 0x10de,
+//   device_id: 0x2330"): the NVIDIA vendor line is that GPU's.
 void FillGpuFromHeaders(EvidenceSet* set) {
     constexpr std::uint64_t kDriverMessageLines = 3;
+    constexpr std::uint64_t kGhesRecordLines = 3;
     constexpr std::uint64_t kMaxBlockLines = 400;  // nvidia-smi -q gives a GPU ~200 lines
     const Evidence* driver = nullptr;
     const Evidence* block = nullptr;
     const Evidence* table_row = nullptr;
+    const Evidence* ghes_device = nullptr;
     for (Evidence& e : set->items) {
         if (e.signature == "context-nvrm-gpu") {
             driver = &e;
@@ -425,6 +430,15 @@ void FillGpuFromHeaders(EvidenceSet* set) {
         }
         if (e.signature == "context-nvidia-smi-table-gpu") {
             table_row = &e;
+            continue;
+        }
+        if (e.signature == "context-ghes-pcie-device") {
+            ghes_device = &e;
+            continue;
+        }
+        if (e.signature == "context-ghes-nvidia-device" && !e.Field("pci") &&
+            Above(ghes_device, e, kGhesRecordLines)) {
+            if (auto pci = ghes_device->Field("pci")) e.SetField("pci", NormalizePci(*pci));
             continue;
         }
         if (Above(driver, e, kDriverMessageLines) && !e.Field("pci") &&
@@ -454,22 +468,6 @@ void FillGpuFromHeaders(EvidenceSet* set) {
     }
 }
 
-// A firmware-first PCIe record (CPER, drivers/firmware/efi/cper.c) names its device a line
-// above its vendor: "{3}[Hardware Error]:   device_id: 0000:9b:00.0" then "{3}[Hardware Error]:
-// vendor_id: 0x10de, device_id: 0x2330". The NVIDIA vendor line is that GPU's.
-void FillGpuFromGhesRecord(EvidenceSet* set) {
-    constexpr std::uint64_t kRecordLines = 3;
-    const Evidence* device = nullptr;
-    for (Evidence& e : set->items) {
-        if (e.signature == "context-ghes-pcie-device") {
-            device = &e;
-        } else if (e.signature == "context-ghes-nvidia-device" && !e.Field("pci") &&
-                   Above(device, e, kRecordLines)) {
-            if (auto pci = device->Field("pci")) e.SetField("pci", NormalizePci(*pci));
-        }
-    }
-}
-
 }  // namespace
 
 void Analyze(EvidenceSet* set) {
@@ -484,7 +482,6 @@ void Analyze(EvidenceSet* set) {
         if (e.signature == "xid") DecodeNvlinkRegisters(&e);
     }
     FillGpuFromHeaders(set);  // before the analyzers that copy an item's GPU
-    FillGpuFromGhesRecord(set);
     AnalyzeCausedBy(set);
     AnalyzeReportedXids(set);
     AnalyzeOomAccounting(set);
