@@ -117,13 +117,17 @@ bool IsContainerHostname(std::string_view host) {
            });
 }
 
-// The host of a pasted session's first prompt whose command ran on it ("root@gpu7:~# dmesg"):
-// a command typed to run elsewhere (Slurm's and MPI's launchers, a remote shell, kubectl) printed
-// other machines' output, and its prompt's host is where the user logged in. A container's id
-// names no machine.
-std::string PromptHost(const EvidenceSet& set, std::size_t source) {
-    static constexpr std::array<std::string_view, 9> kElsewhere = {
-        "srun", "salloc", "sbatch", "mpirun", "mpiexec", "ssh", "pdsh", "clush", "kubectl"};
+// The host of a pasted session's prompt whose command ran on it ("root@gpu7:~# dmesg"): the last
+// such prompt at or above the evidence's line (the session the output came from), else the first.
+// A command typed to run elsewhere (Slurm's and MPI's launchers, a remote shell, kubectl) or to
+// report on the whole cluster (Slurm's sinfo, squeue, sacct, scontrol) printed other machines'
+// state, and its prompt's host is where the user logged in. A container's id names no machine.
+std::string PromptHost(const EvidenceSet& set, std::size_t source, std::size_t line) {
+    static constexpr std::array<std::string_view, 16> kElsewhere = {
+        "srun",    "salloc", "sbatch", "mpirun", "mpiexec",  "ssh",   "pdsh", "clush",
+        "kubectl", "sinfo",  "squeue", "sacct",  "scontrol", "sstat", "seff", "sreport"};
+    std::string_view first;
+    std::string_view above;
     for (const Evidence& e : set.items) {
         if (e.signature != "context-shell-prompt" || e.source != source) continue;
         const std::string_view host = e.Field("prompt_host").value_or("");
@@ -132,9 +136,10 @@ std::string PromptHost(const EvidenceSet& set, std::size_t source) {
         command.remove_prefix(
             command.rfind('/') == std::string_view::npos ? 0 : command.rfind('/') + 1);
         if (std::find(kElsewhere.begin(), kElsewhere.end(), command) != kElsewhere.end()) continue;
-        return std::string(host);
+        if (first.empty()) first = host;
+        if (e.line <= line) above = host;
     }
-    return "";
+    return std::string(above.empty() ? first : above);
 }
 
 // The one value of `field` that every item of input `source` carrying it has (only `signature`
@@ -370,7 +375,8 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
                               : FirstField(evidence, {"pci", "gpu"});
     d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
-    if (d.culprit.node.empty()) d.culprit.node = PromptHost(set, source);
+    const std::size_t line = winner->evidence.empty() ? 0 : winner->evidence[0]->line;
+    if (d.culprit.node.empty()) d.culprit.node = PromptHost(set, source, line);
     if (d.culprit.node.empty()) {
         d.culprit.node = ContextField(set, "context-cloud-instance", {"instance"}, source);
     }
