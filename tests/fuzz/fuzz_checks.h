@@ -1,8 +1,9 @@
 // Contract checks shared by the fuzz targets: whatever the input, the scanner finds exactly the
-// lines RE2 matches (patterns read as bytes, diag/pattern.h) in the text without its paste marks
-// (diag/paste_marks.h) where the leftmost match is admissible evidence (diag/log_line.h
-// EvidenceStart, as pasted logs: InputKind::kMixed), and a diagnosis names only known causes and
-// actions. A violation aborts, so libFuzzer reports it as a crash.
+// lines RE2 matches (patterns read as bytes, diag/pattern.h; an anchored one also past a line's
+// prefix) in the text without its paste marks (diag/paste_marks.h) where the leftmost match is
+// admissible evidence (diag/log_line.h EvidenceStart, as pasted logs: InputKind::kMixed), and a
+// diagnosis names only known causes and actions. A violation aborts, so libFuzzer reports it as
+// a crash.
 #pragma once
 
 #include <re2/re2.h>
@@ -34,10 +35,23 @@ using autoheal::diag::EvidenceSet;
 using autoheal::diag::RuleSet;
 using autoheal::diag::ScanLimits;
 
+// A pattern anchored to a line's start matches where the line's text starts past its prefix
+// too (diag/log_line.h FindTextStarts), when it does not match the whole line.
+inline bool MatchPastPrefix(const RE2& re, std::string_view line,
+                            const autoheal::diag::LogLine& parsed, re2::StringPiece* match) {
+    const autoheal::diag::TextStarts starts = autoheal::diag::FindTextStarts(line, parsed);
+    for (std::size_t i = 0; i < starts.count; ++i) {
+        const re2::StringPiece rest(line.data() + starts.at[i].at, line.size() - starts.at[i].at);
+        if (re.Match(rest, 0, rest.size(), RE2::UNANCHORED, match, 1)) return true;
+    }
+    return false;
+}
+
 // Every line of `text`, its paste marks taken off (StripPasteMarks), that a signature's regex
-// matches at an admissible place (the leftmost match, EvidenceStart) is evidence for that
-// signature, once, with its 1-based line number and its cleaned text (from the kernel record a
-// line relays on); the first `cap` such lines are kept and all counted.
+// matches at an admissible place (the leftmost match, EvidenceStart; for an anchored pattern,
+// also where the line's text starts) is evidence for that signature, once, with its 1-based line
+// number and its cleaned text (from the kernel record a line relays on); the first `cap` such
+// lines are kept and all counted.
 // REQUIRES: `set` holds only this scan of `text` (source `source`), no derived evidence, and
 // `text` fits in one of the scanner's chunks (the marks come off per chunk). `cache`, when
 // given, keeps the compiled reference regexes between calls (for a rule set that does not
@@ -72,16 +86,20 @@ inline void CheckScan(const RuleSet& rules, const ScanLimits& limits, std::strin
         if (!slot) slot = std::make_unique<RE2>(sig.regex, autoheal::diag::PatternOptions());
         const RE2& re = *slot;
         if (!re.ok()) Fail("signature '" + sig.name + "' does not compile with RE2");
+        const bool anchored = autoheal::diag::HasLineAnchor(sig.regex);
         std::vector<std::size_t> want;
         std::map<std::size_t, std::size_t> starts;  // line -> where its evidence starts
         for (std::size_t i = 0; i < lines.size(); ++i) {
             const re2::StringPiece text_i(lines[i].data(), lines[i].size());
             re2::StringPiece match;
-            if (!re.Match(text_i, 0, text_i.size(), RE2::UNANCHORED, &match, 1)) continue;
+            const autoheal::diag::LogLine parsed = autoheal::diag::ParseLogLine(lines[i]);
+            if (!re.Match(text_i, 0, text_i.size(), RE2::UNANCHORED, &match, 1) &&
+                !(anchored && MatchPastPrefix(re, lines[i], parsed, &match))) {
+                continue;
+            }
             const auto begin = static_cast<std::size_t>(match.data() - lines[i].data());
             const std::size_t from =
-                autoheal::diag::EvidenceStart(lines[i], autoheal::diag::ParseLogLine(lines[i]),
-                                              begin, begin + match.size(), false);
+                autoheal::diag::EvidenceStart(lines[i], parsed, begin, begin + match.size(), false);
             if (from != std::string_view::npos) {
                 want.push_back(i + 1);
                 starts[i + 1] = from;

@@ -134,13 +134,15 @@ TEST_P(ClassifyFixture, ReadsTheSameQuotedColouredIndentedWrappedOrWithCrlf) {
     const DiagnoseOptions options = OptionsFor(f);
     const Diagnosis want = Classify(f.log, options);
     const std::vector<std::pair<std::string, std::string>> pastes = {
-        {"quoted", EachLine(f.log, [](std::string l) { return "> " + l; })},
-        {"coloured", EachLine(f.log, [](std::string l) { return "\x1b[1;31m" + l + "\x1b[0m"; })},
-        {"indented", EachLine(f.log, [](std::string l) { return "    " + l; })},
-        {"crlf", EachLine(f.log, [](std::string l) { return l + "\r"; })},
+        {"quoted", EachLine(f.log, [](const std::string& l) { return "> " + l; })},
+        {"coloured",
+         EachLine(f.log, [](const std::string& l) { return "\x1b[1;31m" + l + "\x1b[0m"; })},
+        {"indented", EachLine(f.log, [](const std::string& l) { return "    " + l; })},
+        {"crlf", EachLine(f.log, [](const std::string& l) { return l + "\r"; })},
         {"wrapped at 80 columns", HardWrapped(f.log)},
         {"in a container's log",
-         EachLine(f.log, [](std::string l) { return "2026-12-01T10:00:00.1234Z stdout F " + l; })},
+         EachLine(f.log,
+                  [](const std::string& l) { return "2026-12-01T10:00:00.1234Z stdout F " + l; })},
     };
     for (const auto& [how, text] : pastes) {
         const Diagnosis got = Classify(text, options);

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "diag_test_util.h"
 
@@ -286,6 +288,30 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     l = ParseLogLine(tag);
     EXPECT_EQ(l.origin, LineOrigin::kKernel);
     EXPECT_EQ(Message(tag, l), "NVRM: Xid 79");
+}
+
+// Where an anchored pattern is matched again: past a logger's prefix (keeping the message's own
+// indentation), past a pdsh host (named) or an srun task number (no host), never past a word.
+TEST(LogLine, TextStartsPastLoggerPrefixAndLabels) {
+    auto starts = [](std::string_view line) {
+        std::vector<std::pair<std::string, std::string>> out;
+        const TextStarts t = FindTextStarts(line, ParseLogLine(line));
+        for (std::size_t i = 0; i < t.count; ++i) {
+            out.emplace_back(std::string(line.substr(t.at[i].at)), std::string(t.at[i].host));
+        }
+        return out;
+    };
+    using V = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(starts("gpu07:     State: Down"), (V{{"    State: Down", "gpu07"}}));
+    EXPECT_EQ(starts("  3: Attached GPUs : 8"), (V{{"Attached GPUs : 8", ""}}));
+    EXPECT_EQ(starts("Error: no such device"), V{});
+    EXPECT_EQ(starts("plain text"), V{});
+    EXPECT_EQ(starts("2026-12-06T02:20:26Z         State : Active"),
+              (V{{"        State : Active", ""}}));
+    const V logged = starts("Dec  1 10:00:00 node7 kernel: NVRM: GPU 0000:3b:00.0: fallen");
+    ASSERT_FALSE(logged.empty());
+    EXPECT_EQ(logged.front(),
+              (std::pair<std::string, std::string>{"NVRM: GPU 0000:3b:00.0: fallen", ""}));
 }
 
 TEST(LogLine, UserNamedSpansCoverTaskAndFileNames) {

@@ -367,6 +367,24 @@ std::size_t PastLineLabel(std::string_view line, std::string_view* label) {
     return pos;
 }
 
+TextStarts FindTextStarts(std::string_view line, const LogLine& parsed) {
+    TextStarts out;
+    const bool prefixed =
+        !parsed.time.empty() || !parsed.host.empty() || !parsed.tag.empty() || parsed.facility >= 0;
+    if (prefixed && parsed.message < line.size()) {
+        out.at[out.count++] = {parsed.message - Indentation(line, parsed.message), {}};
+    }
+    std::string_view named;
+    const std::size_t past = PastLineLabel(line, &named);
+    if (past == 0 || (prefixed && past == parsed.message)) return out;
+    if (std::all_of(named.begin(), named.end(), IsDigit)) {
+        out.at[out.count++] = {past, {}};
+    } else if (std::any_of(named.begin(), named.end(), IsDigit)) {
+        out.at[out.count++] = {past, named};
+    }
+    return out;
+}
+
 std::vector<Span> UserNamedSpans(std::string_view message) {
     std::vector<Span> out;
     // "comm[pid]: segfault at ... in FILE[base+size]", "traps: comm[pid] trap ... in FILE[...]",

@@ -166,40 +166,21 @@ std::string WithoutLineAnchors(const std::string& re2_pattern, bool* had) {
     return out;
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// A pdsh label that names a host: one with a digit, as a cluster's nodes' names have ("gpu07"),
-// not a number alone (srun's task) nor a word ("Error").
-bool IsHostName(std::string_view label) {
-    return std::any_of(label.begin(), label.end(), IsDigit) &&
-           !std::all_of(label.begin(), label.end(), IsDigit);
-}
-
-// Matches `re`, anchored to a line's start, where the text of `line` starts past its prefix:
-// the message after a logger's prefix (a time, host or tag `parsed` read; blanks alone are no
-// prefix: an indented "XError: ..." is a quotation; blanks past the one that ends the prefix
-// are the message's own indentation, as in a tool's indented output behind a collector's time,
-// "2026-12-06T02:20:26Z         State : ..."), or the text after a pdsh host or an srun --label
-// task number (`label` gets it). False when neither matches.
+// Matches `re`, anchored to a line's start, where the text of `line` starts past its prefix
+// (FindTextStarts: past a logger's prefix, a pdsh host, which `host` gets, or an srun --label
+// task number). False when it matches at none. Blanks alone are no prefix: an indented
+// "XError: ..." is a quotation.
 bool MatchPastPrefix(const RE2& re, std::string_view line, const LogLine& parsed,
-                     re2::StringPiece* groups, int n, std::string_view* label) {
-    auto match_from = [&](std::size_t from) {
-        const re2::StringPiece rest(line.data() + from, line.size() - from);
-        return re.Match(rest, 0, rest.size(), RE2::UNANCHORED, groups, n);
-    };
-    const bool prefixed =
-        !parsed.time.empty() || !parsed.host.empty() || !parsed.tag.empty() || parsed.facility >= 0;
-    if (prefixed && parsed.message < line.size() &&
-        match_from(parsed.message - Indentation(line, parsed.message))) {
-        return true;
+                     re2::StringPiece* groups, int n, std::string_view* host) {
+    const TextStarts starts = FindTextStarts(line, parsed);
+    for (std::size_t i = 0; i < starts.count; ++i) {
+        const re2::StringPiece rest(line.data() + starts.at[i].at, line.size() - starts.at[i].at);
+        if (re.Match(rest, 0, rest.size(), RE2::UNANCHORED, groups, n)) {
+            *host = starts.at[i].host;
+            return true;
+        }
     }
-    std::string_view named;
-    const std::size_t past = PastLineLabel(line, &named);
-    if (past == 0 || (prefixed && past == parsed.message)) return false;
-    if (!IsHostName(named) && !std::all_of(named.begin(), named.end(), IsDigit)) return false;
-    if (!match_from(past)) return false;
-    *label = named;
-    return true;
+    return false;
 }
 
 struct Candidate {
@@ -269,6 +250,12 @@ internal::HyperscanDb CompileHyperscan(const std::vector<std::string>& exprs) {
 }
 
 }  // namespace
+
+bool HasLineAnchor(const std::string& pattern) {
+    bool had = false;
+    WithoutLineAnchors(pattern, &had);
+    return had;
+}
 
 struct Scanner::Impl {
     ScanLimits limits;
@@ -450,9 +437,9 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
         groups_big.resize(static_cast<std::size_t>(ngroups) + 1);
         groups = groups_big.data();
     }
-    std::string_view label;  // a pdsh or srun --label label the match needed to pass
+    std::string_view host;  // the pdsh host the match needed to pass, if any
     if (!re.Match(text, 0, line.size(), RE2::UNANCHORED, groups, ngroups + 1) &&
-        !(anchored[sig] && MatchPastPrefix(re, line, parsed, groups, ngroups + 1, &label))) {
+        !(anchored[sig] && MatchPastPrefix(re, line, parsed, groups, ngroups + 1, &host))) {
         return;  // the prefilter over-matched
     }
     const auto begin = static_cast<std::size_t>(groups[0].data() - line.data());
@@ -483,10 +470,9 @@ void Scanner::Impl::Confirm(unsigned sig, std::string_view line, const LogLine& 
         const std::string_view collected = CollectedHost(line);
         if (!collected.empty()) e.fields.emplace_back("host", std::string(collected));
     }
-    // pdsh's label is the host the line came from; srun's, a task's number, names none (nor
-    // does a word such as "Error": a host name has a digit, as a cluster's nodes' names do).
-    if (IsHostName(label) && !e.Field("host") && !e.Field("node")) {
-        e.fields.emplace_back("host", std::string(label));
+    // pdsh's label is the host the line came from.
+    if (!host.empty() && !e.Field("host") && !e.Field("node")) {
+        e.fields.emplace_back("host", std::string(host));
     }
     out->items.push_back(std::move(e));
 }

@@ -65,6 +65,21 @@ std::size_t PastLineLabel(std::string_view line, std::string_view* label);
 // Physical state: LinkUp", a collector's time before a tool's indented output); else 0.
 std::size_t Indentation(std::string_view line, std::size_t message);
 
+// Where the text of `line` starts past its prefix: where the scanner also matches a pattern
+// anchored to a line's start (diag/scanner.h HasLineAnchor). First past a logger's prefix (a
+// time, host, tag or facility `parsed` read), keeping the message's own indentation (Indentation);
+// then past a pdsh or clush -L host ("gpu07: ", a name with a digit, as a cluster's nodes' names
+// have) or an srun --label task number ("  3: "). A word before a colon is no label ("Error:").
+struct TextStart {
+    std::size_t at = 0;     // offset in the line
+    std::string_view host;  // the pdsh host passed, if any (a task number names no host)
+};
+struct TextStarts {
+    TextStart at[2];
+    std::size_t count = 0;
+};
+TextStarts FindTextStarts(std::string_view line, const LogLine& parsed);
+
 // Byte ranges [first, second) of `message` (a kernel message) that quote names a user chooses:
 // the task name and file name of a segfault or trap line, the task of an OOM kill, a hung task
 // or a soft lockup, comm= and exe= of an audit record. Evidence matched there is not evidence.

@@ -30,6 +30,11 @@ enum class InputKind {
 std::string DefaultScannerCacheDir(const char* autoheal_cache_dir, const char* xdg_cache_home,
                                    const char* home);
 
+// Whether a signature's pattern is anchored to a line's start (^ or \A outside a character
+// class). The scanner matches such a pattern also where a line's text starts past its prefix
+// (diag/log_line.h FindTextStarts), so pdsh'd or logged tool output reads as it does bare.
+bool HasLineAnchor(const std::string& pattern);
+
 struct ScanLimits {
     std::size_t per_signature_cap = 512;  // evidence items kept per signature
     std::size_t max_text = 400;           // bytes of a line kept in Evidence::text
