@@ -453,9 +453,20 @@ std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed) {
             R"( [A-Za-z0-9][A-Za-z0-9._-]* kernel: |\[ *\d+\.\d{6}\] |)"
             R"(\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] |kern *:[a-z]+ *: |"))",
         PatternOptions());
+    // journald's MESSAGE field (systemd.journal-fields(7)) as journalctl -o verbose and -o
+    // export print it, or -o json and the collectors that embed a journal entry in their own
+    // JSON ("MESSAGE":"..."), where a driver's words start it.
+    static const RE2 kMessageField(R"(\bMESSAGE(?:=|"\s*:\s*"))", PatternOptions());
     // Only a bare line relays: a record whose prefix names its writer (a program, or the kernel
     // quoting a task or file name) is that writer's words.
     if (parsed.origin != LineOrigin::kUnknown) return std::string_view::npos;
+    re2::StringPiece field;
+    if (kMessageField.Match(re2::StringPiece(line.data(), line.size()),
+                            std::min(parsed.message, line.size()), line.size(), RE2::UNANCHORED,
+                            &field, 1)) {
+        const auto at = static_cast<std::size_t>(field.data() - line.data()) + field.size();
+        if (FirstDriverText(line, at, at + 1) == at) return at;
+    }
     // A few quotes are looked past, not all: a JSON line has thousands, and each look scans on.
     int quotes = 0;
     for (std::size_t from = std::min(parsed.message + 1, line.size()); from < line.size();) {

@@ -95,8 +95,9 @@ bool IsAdmissible(std::string_view line, const LogLine& parsed, std::size_t begi
 // Where `line` relays a kernel record after words of its own ("Xid errors on instance: node7,
 // Error: May 29 01:37:38 node7 kernel: [257087.8] NVRM: Xid ...", a health check's "GPU Xid
 // errors detected: [ 3606.832215] NVRM: Xid ...", GPUd's "[XID found] (54 minutes ago) \"NVRM:
-// Xid ...\""): the offset of that record, which parses as
-// the kernel's own; npos when there is none. Only a bare line relays (one whose prefix names a
+// Xid ...\"", journald's MESSAGE field as exports and collectors print it, "MESSAGE=NVRM: Xid"
+// or "\"MESSAGE\":\"NVRM: Xid"): the offset of that record, which parses as the kernel's own;
+// npos when there is none. Only a bare line relays (one whose prefix names a
 // program or the kernel is that writer's words), and only in pasted text: in a node's kernel log
 // a record quoted by another program is that program's words.
 std::size_t RelayedKernelRecord(std::string_view line, const LogLine& parsed);
