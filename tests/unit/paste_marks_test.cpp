@@ -29,6 +29,9 @@ TEST(PasteMarks, QuoteMarksGoAtAnyDepthKeepingTheQuotedIndentation) {
     EXPECT_EQ(Stripped("> > nested\n>> tight\n  > indented quote\nplain\n"),
               "nested\ntight\nindented quote\nplain\n");
     EXPECT_EQ(Stripped(">\n> x"), "\nx");
+    // A '>' before the line's own text is no quote mark.
+    EXPECT_EQ(Stripped("> quoted\n>: Cannot allocate memory (12)\n>=2.1 required\n"),
+              "quoted\n>: Cannot allocate memory (12)\n>=2.1 required\n");
 }
 
 TEST(PasteMarks, ColoursGoWithOrWithoutTheirEscapeByte) {
@@ -126,6 +129,12 @@ TEST(PasteMarks, ATerminalsWrapIsUndoneOnTheFirstLineOfEach) {
     std::string crlf;
     for (char c : three) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
     EXPECT_EQ(Stripped(crlf), nccl + "\r\n\n\n");  // the emptied pieces keep no CR
+    // A piece that starts with '>' (the wrap fell inside "<NAME>") keeps it.
+    const std::string mmap =
+        "RuntimeError: unable to mmap 8192 bytes from file </torch_91822_2740031188_40117>: "
+        "Cannot allocate memory (12)";
+    ASSERT_EQ(mmap[80], '>');
+    EXPECT_EQ(Stripped(HardWrap(mmap, 80)), mmap + "\n\n");
     // At another width, two wrapped lines are wanted.
     EXPECT_EQ(Stripped(HardWrap(xid, 70) + HardWrap(nccl, 70)), xid + "\n\n" + nccl + "\n\n\n\n");
 }

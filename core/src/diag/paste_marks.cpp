@@ -170,11 +170,15 @@ void AppendWithoutEscapes(std::string_view line, bool bare, std::string* out) {
 }
 
 // Drops the blanks and quote marks ("> ", "> > ", ">>") that start the line at `start` of `out`;
-// what follows them (the quoted text's own indentation) stays.
+// what follows them (the quoted text's own indentation) stays. A '>' before other text is the
+// line's own (">: Cannot allocate memory", the end of "<NAME>" a terminal's wrap cut off).
 void Unquote(std::string* out, std::size_t start) {
     std::size_t i = start;
     while (i < out->size() && IsBlank((*out)[i])) ++i;
-    if (i >= out->size() || (*out)[i] != '>') return;
+    std::size_t marks = i;
+    while (marks < out->size() && (*out)[marks] == '>') ++marks;
+    if (marks == i || (marks < out->size() && !IsBlank((*out)[marks]) && (*out)[marks] != '\r'))
+        return;
     while (i < out->size() && (*out)[i] == '>') {
         ++i;
         if (i < out->size() && (*out)[i] == ' ') ++i;
