@@ -355,6 +355,11 @@ TEST(LogLine, DriverTextCountsOnlyWhereAKernelMessageStarts) {
     // A device file named after its driver is a path.
     EXPECT_TRUE(Admits("lstat /dev/nvidia-uvm: no such file or directory", "no such file"));
     EXPECT_FALSE(Admits("hello nvidia-uvm: no such file or directory", "no such file"));
+    // An InfiniBand device named after its driver (Azure's mlx5_ib0..7) is a device.
+    EXPECT_TRUE(
+        Admits("gpu7:1234:1300 [0] NCCL WARN NET/IB : mlx5_ib5:1 Got async event : port error",
+               "Got async event"));
+    EXPECT_FALSE(Admits("hello mlx5_ib: Got async event", "Got async event"));
     // In a kernel log, another program's record is never evidence.
     EXPECT_FALSE(Admits("Dec  1 10:00:00 n1 alice: GPU is lost", "GPU is lost", true));
     EXPECT_TRUE(Admits("Dec  1 10:00:00 n1 alice: GPU is lost", "GPU is lost", false));

@@ -232,16 +232,18 @@ constexpr std::array<std::string_view, 10> kDriverPrefixes = {
     "nvidia-uvm:", "nvidia-modeset:", "NVSwitch:", "amdgpu 0", "amdgpu: "};
 
 // A device file named after its driver ("lstat /dev/nvidia-uvm: no such file or directory") is a
-// path, not the driver speaking.
+// path, and an InfiniBand device named after it (Azure's HPC images name theirs mlx5_ib0 to
+// mlx5_ib7: "check_hw_ib: No IB port mlx5_ib7:1 is ACTIVE") a device, not the driver speaking.
 std::size_t FirstDriverText(std::string_view line, std::size_t from, std::size_t to) {
     std::size_t best = std::string_view::npos;
     std::string_view s = line.substr(0, std::min(to + 16, line.size()));
     for (std::string_view p : kDriverPrefixes) {
+        const auto named = [&](std::size_t at) {
+            return (at > 0 && s[at - 1] == '/' && p.starts_with("nvidia-")) ||
+                   (p == "mlx5_ib" && at + p.size() < s.size() && IsDigit(s[at + p.size()]));
+        };
         std::size_t at = s.find(p, from);
-        while (at != std::string_view::npos && at > 0 && s[at - 1] == '/' &&
-               p.starts_with("nvidia-")) {
-            at = s.find(p, at + 1);
-        }
+        while (at != std::string_view::npos && named(at)) at = s.find(p, at + 1);
         if (at < best && at < to) best = at;
     }
     return best;
