@@ -309,6 +309,24 @@ TEST_F(NodeEpilogTest, CarryOutRefusesABusyGpuAndIgnoresOtherNodesActions) {
     EXPECT_TRUE(WasReset("0000:3b:00.0"));
 }
 
+// A GPU the diagnosis named by UUID (the Kubernetes device plugin's "Device=GPU-...") is the
+// same GPU as the snapshot's by PCI id: busy is busy.
+TEST_F(NodeEpilogTest, CarryOutRefusesABusyGpuNamedByUuid) {
+    FailedJob(77, {"node2"});
+    DecisionRecord d;
+    d.node_actions = {{"node2", "reset_gpu", "GPU-1b2c3d4e-0000-4f4b-9b1e-6a1d3c2b7a10"}};
+    health::NodeSnapshot after;
+    health::GpuSnapshot g;
+    g.pci_bus_id = "0000:3b:00.0";
+    g.uuid = "GPU-1b2c3d4e-0000-4f4b-9b1e-6a1d3c2b7a10";
+    g.compute_processes = 1;
+    after.gpus.push_back(g);
+    auto results = CarryOutNodeActions(NodeEnv("node2"), d, after);
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].outcome, "refused");
+    EXPECT_FALSE(WasReset("GPU-1b2c3d4e-0000-4f4b-9b1e-6a1d3c2b7a10"));
+}
+
 TEST_F(NodeEpilogTest, AFailingResetCommandIsReported) {
     FailedJob(77, {"node2"});
     rc.gpu_reset_command = {"/bin/false"};

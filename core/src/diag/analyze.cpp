@@ -325,6 +325,9 @@ void AnalyzeReportedXids(EvidenceSet* set) {
             if (auto pci = e.Field("pci"); pci && !pci->empty()) {
                 d.SetField("pci", NormalizePci(*pci));
             }
+            if (auto uuid = e.Field("uuid"); uuid && !uuid->empty()) {
+                d.SetField("uuid", std::string(*uuid));
+            }
             if (auto index = e.Field("gpu_index"); index && !index->empty()) {
                 d.SetField("gpu_index", std::string(*index));
             }

@@ -371,8 +371,8 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     // network adapter's or a bridge's address is not a culprit GPU.
     const CauseInfo* info = FindCause(d.cause);
     const bool gpu_cause = info != nullptr && info->category == Category::kGpu;
-    d.culprit.gpu = gpu_cause ? FirstField(evidence, {"pci", "bdf", "gpu"})
-                              : FirstField(evidence, {"pci", "gpu"});
+    d.culprit.gpu = gpu_cause ? FirstField(evidence, {"pci", "uuid", "bdf", "gpu"})
+                              : FirstField(evidence, {"pci", "uuid", "gpu"});
     d.culprit.gpu_index = SmallNumber(FirstField(evidence, {"gpu_index"}));
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
     const std::size_t line = winner->evidence.empty() ? 0 : winner->evidence[0]->line;

@@ -17,7 +17,7 @@ NodeActionResult ResetGpu(const RemediationConfig& rc, const std::string& gpu,
         return r;
     }
     for (const auto& g : after.gpus) {
-        if (g.pci_bus_id == gpu && g.compute_processes.value_or(0) > 0) {
+        if ((g.pci_bus_id == gpu || g.uuid == gpu) && g.compute_processes.value_or(0) > 0) {
             r.outcome = Word(diag::Outcome::kRefused);
             r.detail = "busy (" + std::to_string(*g.compute_processes) + " processes): not reset";
             return r;

@@ -7,7 +7,8 @@
 //      root cause; the firing rule with the highest priority names the cause (a guess only
 //      when no other rule fires); rules that contribute actions (e.g. Xid 154's recovery
 //      action) join its plan; history escalates.
-//      The culprit GPU is the first evidence field named pci, bdf or gpu.
+//      The culprit GPU is the first evidence field named pci, uuid ("GPU-...", as the
+//      Kubernetes device plugin and GPUd name it), bdf or gpu.
 #pragma once
 
 #include <cstdint>
