@@ -41,6 +41,9 @@ def gpu_matches(label, got):
     index = re.fullmatch(r"(?:device |GPU ?)?(\d+)", label.strip())
     if index:
         return got.get("gpu_index") is not None and int(got["gpu_index"]) == int(index.group(1))
+    # A GPU named by its UUID ("GPU-3b6ec030-...") is the same GPU only by the same UUID.
+    if re.fullmatch(r"GPU-[0-9a-fA-F-]+", label.strip()):
+        return label.strip().lower() == (got.get("gpu") or "").strip().lower()
     want = pci_key(label)
     have = pci_key(got.get("gpu") or "")
     return want is not None and want == have

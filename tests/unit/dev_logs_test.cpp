@@ -80,9 +80,14 @@ std::vector<Record> LoadRecords(const std::string& name) {
     return out;
 }
 
+std::string Lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
 // (domain, bus, device) of a PCI id as printed: 0000:3b:00, 00000000:3B:00.0.
 std::string PciKey(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    s = Lower(std::move(s));
     auto dot = s.rfind('.');
     if (dot != std::string::npos && dot + 2 == s.size()) s.resize(dot);
     auto colon = s.find(':');
@@ -99,6 +104,7 @@ bool CulpritMatches(const nlohmann::json& label, const Culprit& got) {
     if (label["rank"].is_number() && (!got.rank || label["rank"] != *got.rank)) return false;
     if (label["gpu"].is_string()) {
         const std::string gpu = label["gpu"];
+        if (gpu.starts_with("GPU-")) return Lower(gpu) == Lower(got.gpu);  // a UUID
         const auto digits = gpu.find_first_of("0123456789");
         if (gpu.find(':') == std::string::npos) {  // "0", "device 0": an index
             return got.gpu_index && digits != std::string::npos &&
