@@ -73,6 +73,17 @@ class NodeEpilogTest : public ::testing::Test, public EpilogTestEnv {
         clock.on_sleep = nullptr;
         return out;
     }
+    // A node whose one GPU still runs `processes` compute processes after the job.
+    static health::NodeSnapshot BusyGpu(const std::string& pci, const std::string& uuid,
+                                        unsigned processes) {
+        health::GpuSnapshot g;
+        g.pci_bus_id = pci;
+        g.uuid = uuid;
+        g.compute_processes = processes;
+        health::NodeSnapshot node;
+        node.gpus.push_back(g);
+        return node;
+    }
     std::vector<std::string> ActionsOf(const std::string& action) {
         std::vector<std::string> out;
         for (const std::string& a : Actions()) {
@@ -292,11 +303,7 @@ TEST_F(NodeEpilogTest, CarryOutRefusesABusyGpuAndIgnoresOtherNodesActions) {
     DecisionRecord d;
     d.node_actions = {{"node2", "reset_gpu", "0000:3b:00.0"},
                       {"node1", "reset_gpu", "0000:5d:00.0"}};
-    health::NodeSnapshot after;
-    health::GpuSnapshot g;
-    g.pci_bus_id = "0000:3b:00.0";
-    g.compute_processes = 2;
-    after.gpus.push_back(g);
+    const health::NodeSnapshot after = BusyGpu("0000:3b:00.0", "", 2);
     auto results = CarryOutNodeActions(NodeEnv("node2"), d, after);
     ASSERT_EQ(results.size(), 1u);
     EXPECT_EQ(results[0].outcome, "refused");
@@ -315,12 +322,8 @@ TEST_F(NodeEpilogTest, CarryOutRefusesABusyGpuNamedByUuid) {
     FailedJob(77, {"node2"});
     DecisionRecord d;
     d.node_actions = {{"node2", "reset_gpu", "GPU-1b2c3d4e-0000-4f4b-9b1e-6a1d3c2b7a10"}};
-    health::NodeSnapshot after;
-    health::GpuSnapshot g;
-    g.pci_bus_id = "0000:3b:00.0";
-    g.uuid = "GPU-1b2c3d4e-0000-4f4b-9b1e-6a1d3c2b7a10";
-    g.compute_processes = 1;
-    after.gpus.push_back(g);
+    const health::NodeSnapshot after =
+        BusyGpu("0000:3b:00.0", "GPU-1b2c3d4e-0000-4f4b-9b1e-6a1d3c2b7a10", 1);
     auto results = CarryOutNodeActions(NodeEnv("node2"), d, after);
     ASSERT_EQ(results.size(), 1u);
     EXPECT_EQ(results[0].outcome, "refused");
