@@ -166,6 +166,18 @@ TEST(Diagnose, NcclRanksInDifferentCollectivesAreAnAppDesync) {
               "nccl-ranks-desync");
 }
 
+// Point-to-point work has its own SeqNum counter, and a pipeline stage's SEND is its peer's RECV:
+// ranks timing out in P2P ops are not compared (the timeout alone decides), unless they agree.
+TEST(Diagnose, NcclRanksInPointToPointOpsAreNoDesync) {
+    Diagnosis d = Classify(Watchdog(0, 12, "SEND", 7208960) + Watchdog(3, 29, "COALESCED", 8));
+    EXPECT_EQ(d.rule, "nccl-watchdog-timeout");
+    EXPECT_EQ(d.cause, "nccl_timeout");
+    EXPECT_EQ(Classify(Watchdog(2, 40, "SEND", 64) + Watchdog(3, 40, "RECV", 64)).cause,
+              "nccl_timeout");
+    EXPECT_EQ(Classify(Watchdog(2, 40, "RECV", 64) + Watchdog(3, 40, "RECV", 64)).rule,
+              "nccl-watchdog-timeout");
+}
+
 TEST(Diagnose, TheRankThatNeverReportedIsTheCulprit) {
     std::string log =
         "[rank3]:[W1206 18:40:02.1 ProcessGroupNCCL.cpp:1] Warning: init\n"

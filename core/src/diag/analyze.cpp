@@ -237,9 +237,16 @@ void AnalyzeNccl(EvidenceSet* set) {
         const bool several_groups =
             std::any_of(seqs_of_rank.begin(), seqs_of_rank.end(),
                         [](const auto& kv) { return kv.second.size() > 1; });
-        if (several_groups) {
+        // ProcessGroupNCCL numbers point-to-point work (SEND, RECV, a coalesced batch of them) on
+        // its own counter (seqP2P_, not seqCollective_), and in a pipeline one stage's SEND is its
+        // peer's RECV: a P2P op that differs from another rank's op is no desync.
+        const bool p2p = std::any_of(ops.begin(), ops.end(), [](const std::string& op) {
+            return op == "SEND" || op == "RECV" || op == "RECVANYSOURCE" || op == "COALESCED";
+        });
+        const bool differ = seqs.size() > 1 || ops.size() > 1 || numel_differs;
+        if (several_groups || (p2p && differ)) {
             // Neither a desync nor agreement: the timeout alone decides.
-        } else if (seqs.size() > 1 || ops.size() > 1 || numel_differs) {
+        } else if (differ) {
             Evidence d = Derived("nccl-ranks-desync", at,
                                  "ranks " + JoinInts(ranks) +
                                      " timed out in different collectives (SeqNum " + join(seqs) +
