@@ -196,6 +196,20 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     l = ParseLogLine(bare_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(Message(bare_pdsh, l), "NVRM: Xid 79");
+    // grep's file name (and -n's line number) before a syslog record; not before other text.
+    const std::string grepped = "messages:Jun 17 20:18:09 ip-172-31-27-211 kernel: NVRM: Xid 79";
+    l = ParseLogLine(grepped);
+    EXPECT_EQ(l.host, "ip-172-31-27-211");
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(grepped, l), "NVRM: Xid 79");
+    const std::string numbered = "/var/log/kern.log:42:2026-03-01T10:00:00+00:00 gpu7 kernel: x";
+    l = ParseLogLine(numbered);
+    EXPECT_EQ(l.host, "gpu7");
+    EXPECT_EQ(Message(numbered, l), "x");
+    const std::string not_grep = "RuntimeError:CUDA error: an illegal memory access";
+    l = ParseLogLine(not_grep);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_EQ(Message(not_grep, l), not_grep);
     // A collector's time (kubectl logs --timestamps) before the record's own prefix.
     const std::string collected =
         "2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 gpu-node-3 kernel: NVRM: Xid 79";

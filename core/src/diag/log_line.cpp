@@ -174,6 +174,20 @@ bool ConsumePdshHost(std::string_view line, std::size_t* pos, LogLine* out) {
     return true;
 }
 
+// "messages:Jun 17 20:18:09 node1 kernel: ..." (grep over several files; with -n the line's
+// number follows, "kern.log:42:"): the file's name names no host and is skipped only where a
+// syslog time, host and tag follow it.
+bool ConsumeGrepFile(std::string_view line, std::size_t* pos) {
+    static const RE2 kFile(R"([A-Za-z0-9_./-]+:(?:\d+:)?)", PatternOptions());
+    std::size_t after = *pos;
+    if (!Consume(line, &after, kFile) || after >= line.size() || line[after] == ' ') return false;
+    LogLine stamped;
+    std::size_t stamped_pos = after;
+    if (!ConsumeTimeHostTag(line, &stamped_pos, &stamped) || stamped.host.empty()) return false;
+    *pos = after;
+    return true;
+}
+
 // "<6>" (dmesg -r, RFC 5424): facility * 8 + level.
 bool ConsumePri(std::string_view line, std::size_t* pos, LogLine* out) {
     if (*pos >= line.size() || line[*pos] != '<') return false;
@@ -317,6 +331,7 @@ LogLine ParseFrom(std::string_view line, std::size_t pos, bool collected) {
             return out;
         }
     }
+    ConsumeGrepFile(line, &pos);
     const std::size_t before_host = pos;
     const bool pdsh = ConsumePdshHost(line, &pos, &out);
     if (ConsumePri(line, &pos, &out)) ConsumeRfc5424Header(line, &pos, &out);
