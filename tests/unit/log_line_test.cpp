@@ -196,6 +196,12 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     l = ParseLogLine(bare_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(Message(bare_pdsh, l), "NVRM: Xid 79");
+    // The kernel's tag with the host cut off names no host.
+    const std::string tag_only = "kernel: [ 3012.88410] NVRM: Xid 79";
+    l = ParseLogLine(tag_only);
+    EXPECT_TRUE(l.host.empty());
+    EXPECT_EQ(l.origin, LineOrigin::kKernel);
+    EXPECT_EQ(Message(tag_only, l), "NVRM: Xid 79");
     // grep's file name (and -n's line number) before a syslog record; not before other text.
     const std::string grepped = "messages:Jun 17 20:18:09 ip-172-31-27-211 kernel: NVRM: Xid 79";
     l = ParseLogLine(grepped);

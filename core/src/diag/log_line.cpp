@@ -165,9 +165,11 @@ bool ConsumeJournalHostTag(std::string_view line, std::size_t* pos, LogLine* out
 }
 
 // "node1: " (pdsh, clush -L: several hosts' logs interleaved); the caller keeps it only when a
-// timestamp follows. A number alone is srun --label's task ("  3: "), which names no host.
+// timestamp follows. A number alone is srun --label's task ("  3: "), which names no host, and
+// "kernel: " is the kernel's tag with the host cut off ("kernel: [ 5.0] NVRM: ...").
 bool ConsumePdshHost(std::string_view line, std::size_t* pos, LogLine* out) {
     static const RE2 kHost(R"(([A-Za-z0-9][A-Za-z0-9._-]*): )", PatternOptions());
+    if (line.substr(*pos).starts_with("kernel: ")) return false;
     re2::StringPiece host;
     if (!Consume(line, pos, kHost, &host)) return false;
     if (!std::all_of(host.begin(), host.end(), IsDigit)) out->host = View(host);
