@@ -196,26 +196,27 @@ TEST(LogLine, NoiseBeforeThePrefixAndPdshHosts) {
     l = ParseLogLine(bare_pdsh);
     EXPECT_EQ(l.host, "gpu-node-3");
     EXPECT_EQ(Message(bare_pdsh, l), "NVRM: Xid 79");
-    // The kernel's tag with the host cut off names no host.
-    const std::string tag_only = "kernel: [ 3012.88410] NVRM: Xid 79";
-    l = ParseLogLine(tag_only);
-    EXPECT_TRUE(l.host.empty());
-    EXPECT_EQ(l.origin, LineOrigin::kKernel);
-    EXPECT_EQ(Message(tag_only, l), "NVRM: Xid 79");
-    // grep's file name (and -n's line number) before a syslog record; not before other text.
-    const std::string grepped = "messages:Jun 17 20:18:09 ip-172-31-27-211 kernel: NVRM: Xid 79";
-    l = ParseLogLine(grepped);
-    EXPECT_EQ(l.host, "ip-172-31-27-211");
-    EXPECT_EQ(l.origin, LineOrigin::kKernel);
-    EXPECT_EQ(Message(grepped, l), "NVRM: Xid 79");
-    const std::string numbered = "/var/log/kern.log:42:2026-03-01T10:00:00+00:00 gpu7 kernel: x";
-    l = ParseLogLine(numbered);
-    EXPECT_EQ(l.host, "gpu7");
-    EXPECT_EQ(Message(numbered, l), "x");
+    // The kernel's tag with the host cut off names no host; grep's file name (and -n's line
+    // number) before a syslog record is skipped, but not before other text.
+    struct Case {
+        std::string line, host;
+        LineOrigin origin;
+        std::string message;
+    };
     const std::string not_grep = "RuntimeError:CUDA error: an illegal memory access";
-    l = ParseLogLine(not_grep);
-    EXPECT_TRUE(l.host.empty());
-    EXPECT_EQ(Message(not_grep, l), not_grep);
+    for (const Case& c : {
+             Case{"kernel: [ 3012.88410] NVRM: Xid 79", "", LineOrigin::kKernel, "NVRM: Xid 79"},
+             Case{"messages:Jun 17 20:18:09 ip-172-31-27-211 kernel: NVRM: Xid 79",
+                  "ip-172-31-27-211", LineOrigin::kKernel, "NVRM: Xid 79"},
+             Case{"/var/log/kern.log:42:2026-03-01T10:00:00+00:00 gpu7 kernel: x", "gpu7",
+                  LineOrigin::kKernel, "x"},
+             Case{not_grep, "", LineOrigin::kUnknown, not_grep},
+         }) {
+        l = ParseLogLine(c.line);
+        EXPECT_EQ(l.host, c.host) << c.line;
+        EXPECT_EQ(l.origin, c.origin) << c.line;
+        EXPECT_EQ(Message(c.line, l), c.message) << c.line;
+    }
     // A collector's time (kubectl logs --timestamps) before the record's own prefix.
     const std::string collected =
         "2026-12-06T02:20:26.123456789Z Mar 29 15:38:59 gpu-node-3 kernel: NVRM: Xid 79";
