@@ -39,6 +39,12 @@ TEST(PasteMarks, ColoursGoWithOrWithoutTheirEscapeByte) {
     EXPECT_EQ(Stripped("\x1b]0;title\aline\x1b(B\x1b[m\n"), "line\n");
     EXPECT_EQ(Stripped("[1;31mRuntimeError[0m: CUDA error\n"), "RuntimeError: CUDA error\n");
     EXPECT_EQ(Stripped("^[[33mwarn^[[0m x\n"), "warn x\n");
+    // As rsyslog writes a control character it received: '#' (or a backslash) and its octal.
+    EXPECT_EQ(Stripped("host python[7]: #033[2m#033[36m(pid=9)#033[0m KeyError: 'x'\n"),
+              "host python[7]: (pid=9) KeyError: 'x'\n");
+    EXPECT_EQ(Stripped("\\033[1;31mERROR\\033[0m y\n"), "ERROR y\n");
+    // "#033" before no CSI sequence stays, as does a "#033[" not ending in a final byte.
+    EXPECT_EQ(Stripped("ticket #033 [x] #033[\n"), "ticket #033 [x] #033[\n");
     // Without a "[0m" anywhere, a bare "[31m" is text.
     EXPECT_EQ(Stripped("timeout [30m]\n"), "timeout [30m]\n");
 }
@@ -137,6 +143,13 @@ TEST(PasteMarks, ATerminalsWrapIsUndoneOnTheFirstLineOfEach) {
     EXPECT_EQ(Stripped(HardWrap(mmap, 80)), mmap + "\n\n");
     // At another width, two wrapped lines are wanted.
     EXPECT_EQ(Stripped(HardWrap(xid, 70) + HardWrap(nccl, 70)), xid + "\n\n" + nccl + "\n\n\n\n");
+    // Colours syslog wrote out as text took columns of the terminal before they go.
+    const std::string escaped =
+        "Dec  7 10:14:02 gpu-b03 python3[48211]: #033[36m(RayTrainWorker pid=48377)#033[0m "
+        "ValueError: all input arrays must have the same shape";
+    EXPECT_EQ(Stripped(HardWrap(escaped, 80)),
+              "Dec  7 10:14:02 gpu-b03 python3[48211]: (RayTrainWorker pid=48377) ValueError: all "
+              "input arrays must have the same shape\n\n");
 }
 
 TEST(PasteMarks, LinesThatOnlyLookWrappedStay) {

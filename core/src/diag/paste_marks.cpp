@@ -158,6 +158,12 @@ void AppendWithoutEscapes(std::string_view line, bool bare, std::string* out) {
                    line[i + 2] == '[') {
             const std::size_t csi = CsiLength(line, i + 3);
             skip = csi != 0 ? 3 + csi : 0;  // "^[[0m", caret notation (cat -v, less)
+        } else if ((line[i] == '#' || line[i] == '\\') && line.compare(i + 1, 4, "033[") == 0) {
+            // "#033[0m": rsyslog's $EscapeControlCharactersOnReceive (on by default) writes a
+            // control character as its three octal digits after the escape prefix, '#' as
+            // Debian's rsyslog writes it, or a backslash.
+            const std::size_t csi = CsiLength(line, i + 5);
+            skip = csi != 0 ? 5 + csi : 0;
         } else if (bare && line[i] == '[') {
             skip = BareSgrLength(line, i);
         }
@@ -356,21 +362,23 @@ std::string Unwrap(std::string_view text, std::size_t width) {
     return out;
 }
 
-// `text` without quote marks, escape sequences, container log prefixes and common indentation, or
+// `text` without quote marks, escape sequences (in caret notation or as syslog escaped them too),
+// container log prefixes and common indentation, or
 // nothing when it has none.
 std::optional<std::string> StripMarks(std::string_view text) {
     // A paste indented as a whole loses that first, so that a line starting with '>' after it
     // (Python's ">>> " prompt in a Markdown code block) keeps the same column as the others.
     std::optional<std::string> dedented = Dedented(text);
     if (dedented) text = *dedented;
-    // Colours without their ESC byte, in caret notation, and a container log's prefixes are
-    // looked for where a paste starts: searching all of a large log for "[0m" would cost more
-    // than the rest of this.
+    // Colours without their ESC byte, in caret notation or escaped by syslog, and a container
+    // log's prefixes are looked for where a paste starts: searching all of a large log for "[0m"
+    // would cost more than the rest of this.
     const std::string_view head = text.substr(0, kHeadWindow);
     const bool bare = head.find("[0m") != std::string_view::npos;
     const bool container = HasContainerPrefix(text.substr(0, kContainerWindow));
-    const bool marks =
-        bare || container || HasEscapeOrQuote(text) || head.find("^[[") != std::string_view::npos;
+    const bool marks = bare || container || HasEscapeOrQuote(text) ||
+                       head.find("^[[") != std::string_view::npos ||
+                       head.find("033[") != std::string_view::npos;
     if (!marks) return dedented;
     std::string out;
     out.reserve(text.size());
@@ -397,6 +405,18 @@ std::optional<std::string> StripPasteMarks(std::string_view text) {
     const std::string_view marks_off = clean ? std::string_view(*clean) : text;
     // A terminal's wrap last: its width is that of the text as the terminal showed it.
     if (const std::size_t width = WrapWidth(marks_off)) return Unwrap(marks_off, width);
+    // Escapes written out as text ("#033[0m" from syslog, "^[[0m" from cat -v) filled columns of
+    // the terminal like any other text: a wrap is undone before they go.
+    const std::string_view head = text.substr(0, kHeadWindow);
+    const bool printable_escapes =
+        head.find("033[") != std::string_view::npos || head.find("^[[") != std::string_view::npos;
+    if (clean && printable_escapes) {
+        if (const std::size_t width = WrapWidth(text)) {
+            std::string unwrapped = Unwrap(text, width);
+            if (std::optional<std::string> both = StripMarks(unwrapped)) return both;
+            return unwrapped;
+        }
+    }
     return clean;
 }
 

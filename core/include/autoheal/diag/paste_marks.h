@@ -4,8 +4,9 @@
 // Markdown code block:
 //   - "> " quote marks at the start of a line, at any depth ("> > ", ">>"), after any blanks;
 //   - ANSI escape sequences anywhere (colours "\x1b[1;31m", "\x1b(B", OSC titles), also as a
-//     paste keeps them without their ESC byte ("[0m", "[1;31m") or in caret notation ("^[[0m"),
-//     those two when the first 64 KiB of the text show them (a paste's start, not a log's);
+//     paste keeps them without their ESC byte ("[0m", "[1;31m"), in caret notation ("^[[0m") or
+//     as rsyslog escapes control characters ("#033[0m"), those when the first 64 KiB of the
+//     text show them (a paste's start, not a log's);
 //   - the prefix kubelet writes before each line of a container's log (Kubernetes' CRI log
 //     format, "2026-12-01T10:00:00.123456789Z stderr F ") or `kubectl logs --prefix` before
 //     each pod's ("[pod/trainer-0/pytorch] "), when the first 4 KiB show one: what the container
