@@ -362,9 +362,8 @@ std::string Unwrap(std::string_view text, std::size_t width) {
     return out;
 }
 
-// `text` without quote marks, escape sequences (in caret notation or as syslog escaped them too),
-// container log prefixes and common indentation, or
-// nothing when it has none.
+// `text` without quote marks, escape sequences (also in caret notation or as syslog escaped
+// them), container log prefixes and common indentation, or nothing when it has none.
 std::optional<std::string> StripMarks(std::string_view text) {
     // A paste indented as a whole loses that first, so that a line starting with '>' after it
     // (Python's ">>> " prompt in a Markdown code block) keeps the same column as the others.
