@@ -148,6 +148,14 @@ std::size_t BareSgrLength(std::string_view s, std::size_t pos) {
     return digit && i < s.size() && s[i] == 'm' ? i + 1 - pos : 0;
 }
 
+// Whether `head` (a text's start) shows escape sequences written out as text: in caret notation
+// ("^[[0m", cat -v, less) or as rsyslog escapes a control character ("#033[0m"). They took
+// columns of the terminal that showed them, as any other text does.
+bool HasWrittenOutEscapes(std::string_view head) {
+    return head.find("^[[") != std::string_view::npos ||
+           head.find("033[") != std::string_view::npos;
+}
+
 // Appends `line` to `out` without escape sequences (and, with `bare`, colours without ESC).
 void AppendWithoutEscapes(std::string_view line, bool bare, std::string* out) {
     for (std::size_t i = 0; i < line.size();) {
@@ -375,9 +383,7 @@ std::optional<std::string> StripMarks(std::string_view text) {
     const std::string_view head = text.substr(0, kHeadWindow);
     const bool bare = head.find("[0m") != std::string_view::npos;
     const bool container = HasContainerPrefix(text.substr(0, kContainerWindow));
-    const bool marks = bare || container || HasEscapeOrQuote(text) ||
-                       head.find("^[[") != std::string_view::npos ||
-                       head.find("033[") != std::string_view::npos;
+    const bool marks = bare || container || HasEscapeOrQuote(text) || HasWrittenOutEscapes(head);
     if (!marks) return dedented;
     std::string out;
     out.reserve(text.size());
@@ -404,12 +410,9 @@ std::optional<std::string> StripPasteMarks(std::string_view text) {
     const std::string_view marks_off = clean ? std::string_view(*clean) : text;
     // A terminal's wrap last: its width is that of the text as the terminal showed it.
     if (const std::size_t width = WrapWidth(marks_off)) return Unwrap(marks_off, width);
-    // Escapes written out as text ("#033[0m" from syslog, "^[[0m" from cat -v) filled columns of
-    // the terminal like any other text: a wrap is undone before they go.
-    const std::string_view head = text.substr(0, kHeadWindow);
-    const bool printable_escapes =
-        head.find("033[") != std::string_view::npos || head.find("^[[") != std::string_view::npos;
-    if (clean && printable_escapes) {
+    // Escapes written out as text filled columns of the terminal like any other text: a wrap is
+    // undone before they go.
+    if (clean && HasWrittenOutEscapes(text.substr(0, kHeadWindow))) {
         if (const std::size_t width = WrapWidth(text)) {
             std::string unwrapped = Unwrap(text, width);
             if (std::optional<std::string> both = StripMarks(unwrapped)) return both;
