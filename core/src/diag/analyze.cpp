@@ -415,7 +415,8 @@ bool Above(const Evidence* header, const Evidence& e, std::uint64_t lines) {
 //   NAME (UUID: GPU-...)" in -L and nvlink -s, -e, -c) with its fields indented under it, and
 //   dcgmi nvlink --link-status does the same under "gpuId 3:": an indented line of the block is
 //   about its GPU. A line at the margin is not the block's (a program's own output after
-//   `nvidia-smi -L`, say);
+//   `nvidia-smi -L`, say), but for nvidia-smi's own note right under the header ("NVML: Unable
+//   to retrieve NVLink information as all links are inActive");
 // - nvidia-smi's summary table gives a GPU two rows, and only the first names it: the row right
 //   under it (fan, temperature, power, memory) is the same GPU's;
 // - a firmware-first PCIe record (CPER, drivers/firmware/efi/cper.c) names its device a line
@@ -460,9 +461,11 @@ void FillGpuFromHeaders(EvidenceSet* set) {
             if (auto pci = table_row->Field("pci")) e.SetField("pci", NormalizePci(*pci));
             continue;
         }
-        if (!Above(block, e, kMaxBlockLines) || e.line == block->line || e.text.empty() ||
-            (e.text[0] != ' ' && e.text[0] != '\t') || e.Field("pci") || e.Field("bdf") ||
-            e.Field("gpu") || e.Field("gpu_index")) {
+        const bool indented = !e.text.empty() && (e.text[0] == ' ' || e.text[0] == '\t');
+        const bool nvml_note = block != nullptr && e.line == block->line + 1 &&
+                               e.text.starts_with("NVML: ");
+        if (!Above(block, e, kMaxBlockLines) || e.line == block->line || !(indented || nvml_note) ||
+            e.Field("pci") || e.Field("bdf") || e.Field("gpu") || e.Field("gpu_index")) {
             continue;
         }
         if (auto pci = block->Field("pci"); pci && !pci->empty()) {
