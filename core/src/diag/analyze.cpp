@@ -462,8 +462,8 @@ void FillGpuFromHeaders(EvidenceSet* set) {
             continue;
         }
         const bool indented = !e.text.empty() && (e.text[0] == ' ' || e.text[0] == '\t');
-        const bool nvml_note = block != nullptr && e.line == block->line + 1 &&
-                               e.text.starts_with("NVML: ");
+        const bool nvml_note =
+            block != nullptr && e.line == block->line + 1 && e.text.starts_with("NVML: ");
         if (!Above(block, e, kMaxBlockLines) || e.line == block->line || !(indented || nvml_note) ||
             e.Field("pci") || e.Field("bdf") || e.Field("gpu") || e.Field("gpu_index")) {
             continue;
