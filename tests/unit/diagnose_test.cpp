@@ -166,6 +166,28 @@ TEST(Diagnose, NcclRanksInDifferentCollectivesAreAnAppDesync) {
               "nccl-ranks-desync");
 }
 
+// A paste may break a watchdog line after "timeout:": its collective is on the next line.
+TEST(Diagnose, NcclWatchdogLineBrokenBeforeItsCollectiveIsReadWhole) {
+    const std::string log =
+        "[rank12]:[E909 09:55:29.30 ProcessGroupNCCL.cpp:607] [Rank 12] Watchdog caught "
+        "collective operation timeout:\n"
+        "WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+        "for 600036 milliseconds before timing out.\n" +
+        Watchdog(6, 2070, "ALLREDUCE", 1);
+    EXPECT_EQ(Classify(log).rule, "nccl-ranks-desync");
+}
+
+// Ranks whose lines do not say which collective they waited in neither agree nor disagree.
+TEST(Diagnose, NcclRanksThatNameNoCollectiveDoNotAgree) {
+    const std::string bare =
+        "[rank12]:[E909 09:55:29.30 ProcessGroupNCCL.cpp:607] [Rank 12] Watchdog caught "
+        "collective operation timeout\n";
+    Diagnosis d = Classify(bare + Watchdog(6, 2070, "ALLREDUCE", 1));
+    EXPECT_EQ(d.rule, "nccl-watchdog-timeout");
+    EXPECT_EQ(d.cause, "nccl_timeout");
+    for (const Evidence& e : d.evidence) EXPECT_NE(e.signature, "nccl-ranks-agree") << e.text;
+}
+
 // Point-to-point work has its own SeqNum counter, and a pipeline stage's SEND is its peer's RECV:
 // ranks timing out in P2P ops are not compared (the timeout alone decides), unless they agree.
 TEST(Diagnose, NcclRanksInPointToPointOpsAreNoDesync) {

@@ -171,13 +171,121 @@ void AddDerived(std::vector<Evidence> derived, EvidenceSet* set) {
     }
 }
 
+// The collective a watchdog line names. A paste may break that line after "timeout:", and then
+// the "WorkNCCL(SeqNum=..., OpType=...)" naming it starts a line of its own right under it
+// (context-nccl-worknccl, `next`: found by NextWorkLine).
+RankReport ReportOf(const Evidence& e, const Evidence* next) {
+    const bool broken = !e.Field("seq") && !e.Field("op") && next != nullptr;
+    const Evidence& named = broken ? *next : e;
+    return RankReport{&e, std::string(named.Field("seq").value_or("")),
+                      std::string(named.Field("op").value_or("")),
+                      std::string(named.Field("numel_in").value_or(""))};
+}
+
+// The WorkNCCL line under the watchdog line set->items[i], before any other watchdog line: a
+// few lines down at most, as a terminal's wrap undone leaves the joined lines empty.
+const Evidence* NextWorkLine(const EvidenceSet& set, std::size_t i) {
+    constexpr std::size_t kMaxLinesBelow = 4;
+    const Evidence& e = set.items[i];
+    for (std::size_t j = i + 1; j < set.items.size(); ++j) {
+        const Evidence& n = set.items[j];
+        if (n.source != e.source || n.line > e.line + kMaxLinesBelow) break;
+        if (n.line == e.line) continue;
+        if (n.signature == "context-nccl-worknccl") return &n;
+        if (n.signature == "nccl-watchdog-timeout") break;
+    }
+    return nullptr;
+}
+
+std::string JoinStrings(const std::set<std::string>& values) {
+    std::string out;
+    for (const auto& v : values) out += (out.empty() ? "" : ",") + v;
+    return out;
+}
+
+// Whether the ranks whose timeouts say which collective they waited in waited in the same one
+// (nccl-ranks-agree) or in different ones (nccl-ranks-desync); nothing where fewer than two
+// say, or where their collectives cannot be compared.
+std::optional<Evidence> CompareRanks(const std::map<int, RankReport>& by_rank,
+                                     const std::map<int, std::set<std::string>>& seqs_of_rank) {
+    std::set<std::string> seqs, ops;
+    std::map<std::string, std::set<std::string>> numel_by_seq;
+    std::set<int> ranks;
+    const Evidence* at = nullptr;
+    for (const auto& [rank, r] : by_rank) {
+        if (r.seq.empty() && r.op.empty()) continue;
+        ranks.insert(rank);
+        if (at == nullptr) at = r.evidence;
+        if (!r.seq.empty()) seqs.insert(r.seq);
+        if (!r.op.empty()) ops.insert(r.op);
+        if (!r.numel_in.empty()) numel_by_seq[r.seq].insert(r.numel_in);
+    }
+    if (ranks.size() < 2) return std::nullopt;
+    const bool numel_differs = std::any_of(numel_by_seq.begin(), numel_by_seq.end(),
+                                           [](const auto& kv) { return kv.second.size() > 1; });
+    // One rank timing out at two SeqNums waits in more than one process group, and each group
+    // numbers its own collectives: the ranks' SeqNums and ops cannot be compared.
+    const bool several_groups = std::any_of(seqs_of_rank.begin(), seqs_of_rank.end(),
+                                            [](const auto& kv) { return kv.second.size() > 1; });
+    // ProcessGroupNCCL numbers point-to-point work (SEND, RECV, a coalesced batch of them) on its
+    // own counter (seqP2P_, not seqCollective_), and in a pipeline one stage's SEND is its peer's
+    // RECV: a P2P op that differs from another rank's op is no desync.
+    const bool p2p = std::any_of(ops.begin(), ops.end(), [](const std::string& op) {
+        return op == "SEND" || op == "RECV" || op == "RECVANYSOURCE" || op == "COALESCED";
+    });
+    const bool differ = seqs.size() > 1 || ops.size() > 1 || numel_differs;
+    if (several_groups || (p2p && differ)) return std::nullopt;  // the timeout alone decides
+    if (differ) {
+        Evidence d =
+            Derived("nccl-ranks-desync", *at,
+                    "ranks " + JoinInts(ranks) + " timed out in different collectives (SeqNum " +
+                        JoinStrings(seqs) + ", OpType " + JoinStrings(ops) +
+                        (numel_differs ? ", different sizes" : "") + ")");
+        d.SetField("ranks", JoinInts(ranks));
+        d.SetField("seqs", JoinStrings(seqs));
+        d.SetField("ops", JoinStrings(ops));
+        return d;
+    }
+    Evidence d =
+        Derived("nccl-ranks-agree", *at,
+                "ranks " + JoinInts(ranks) + " all timed out waiting in the same collective");
+    d.SetField("ranks", JoinInts(ranks));
+    d.SetField("seq", JoinStrings(seqs));
+    d.SetField("op", JoinStrings(ops));
+    return d;
+}
+
+// A rank that shows up in the output but never reported the timeout its peers hit: one or two
+// such ranks are the stragglers (nccl-missing-rank).
+void AddMissingRanks(const EvidenceSet& set, const std::map<int, RankReport>& by_rank,
+                     std::vector<Evidence>* derived) {
+    std::set<int> ranks, missing;
+    for (const auto& [rank, r] : by_rank) ranks.insert(rank);
+    for (const Evidence& e : set.items) {
+        if (e.signature != "context-torch-rank") continue;
+        if (auto r = ToInt(e.Field("rank")); r && !by_rank.count(*r)) missing.insert(*r);
+    }
+    if (missing.empty() || missing.size() > 2 || missing.size() >= by_rank.size()) return;
+    const Evidence& at = *by_rank.begin()->second.evidence;
+    for (int rank : missing) {
+        Evidence d =
+            Derived("nccl-missing-rank", at,
+                    "rank " + std::to_string(rank) + " never reported the collective ranks " +
+                        JoinInts(ranks) + " timed out in");
+        d.SetField("rank", std::to_string(rank));
+        d.SetField("ranks", JoinInts(ranks));
+        derived->push_back(std::move(d));
+    }
+}
+
 void AnalyzeNccl(EvidenceSet* set) {
     std::map<int, RankReport> by_rank;
     std::map<int, std::set<std::string>> seqs_of_rank;
     std::vector<const Evidence*> unranked;
     bool first_collective = false;
     const Evidence* first_at = nullptr;
-    for (const Evidence& e : set->items) {
+    for (std::size_t i = 0; i < set->items.size(); ++i) {
+        const Evidence& e = set->items[i];
         if (e.signature == "context-nccl-progress") {
             if (e.Field("last_completed") == "-1") {
                 first_collective = true;
@@ -188,9 +296,7 @@ void AnalyzeNccl(EvidenceSet* set) {
         if (e.signature != "nccl-watchdog-timeout") continue;
         auto rank = ToInt(e.Field("grank"));
         if (!rank) rank = ToInt(e.Field("rank"));
-        RankReport r{&e, std::string(e.Field("seq").value_or("")),
-                     std::string(e.Field("op").value_or("")),
-                     std::string(e.Field("numel_in").value_or(""))};
+        const RankReport r = ReportOf(e, NextWorkLine(*set, i));
         if (r.seq == "1" || r.seq == "0") {
             first_collective = true;
             if (first_at == nullptr) first_at = &e;
@@ -214,75 +320,8 @@ void AnalyzeNccl(EvidenceSet* set) {
         if (auto op = first_at->Field("op")) d.SetField("op", std::string(*op));
         derived.push_back(std::move(d));
     }
-    if (by_rank.size() >= 2) {
-        std::set<std::string> seqs, ops;
-        std::map<std::string, std::set<std::string>> numel_by_seq;
-        std::set<int> ranks;
-        for (const auto& [rank, r] : by_rank) {
-            ranks.insert(rank);
-            if (!r.seq.empty()) seqs.insert(r.seq);
-            if (!r.op.empty()) ops.insert(r.op);
-            if (!r.numel_in.empty()) numel_by_seq[r.seq].insert(r.numel_in);
-        }
-        bool numel_differs = std::any_of(numel_by_seq.begin(), numel_by_seq.end(),
-                                         [](const auto& kv) { return kv.second.size() > 1; });
-        const Evidence& at = *by_rank.begin()->second.evidence;
-        auto join = [](const std::set<std::string>& v) {
-            std::string out;
-            for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-            return out;
-        };
-        // One rank timing out at two SeqNums waits in more than one process group, and each
-        // group numbers its own collectives: the ranks' SeqNums and ops cannot be compared.
-        const bool several_groups =
-            std::any_of(seqs_of_rank.begin(), seqs_of_rank.end(),
-                        [](const auto& kv) { return kv.second.size() > 1; });
-        // ProcessGroupNCCL numbers point-to-point work (SEND, RECV, a coalesced batch of them) on
-        // its own counter (seqP2P_, not seqCollective_), and in a pipeline one stage's SEND is its
-        // peer's RECV: a P2P op that differs from another rank's op is no desync.
-        const bool p2p = std::any_of(ops.begin(), ops.end(), [](const std::string& op) {
-            return op == "SEND" || op == "RECV" || op == "RECVANYSOURCE" || op == "COALESCED";
-        });
-        const bool differ = seqs.size() > 1 || ops.size() > 1 || numel_differs;
-        if (several_groups || (p2p && differ)) {
-            // Neither a desync nor agreement: the timeout alone decides.
-        } else if (differ) {
-            Evidence d = Derived("nccl-ranks-desync", at,
-                                 "ranks " + JoinInts(ranks) +
-                                     " timed out in different collectives (SeqNum " + join(seqs) +
-                                     ", OpType " + join(ops) +
-                                     (numel_differs ? ", different sizes" : "") + ")");
-            d.SetField("ranks", JoinInts(ranks));
-            d.SetField("seqs", join(seqs));
-            d.SetField("ops", join(ops));
-            derived.push_back(std::move(d));
-        } else {
-            Evidence d = Derived(
-                "nccl-ranks-agree", at,
-                "ranks " + JoinInts(ranks) + " all timed out waiting in the same collective");
-            d.SetField("ranks", JoinInts(ranks));
-            d.SetField("seq", join(seqs));
-            d.SetField("op", join(ops));
-            derived.push_back(std::move(d));
-        }
-        // A rank that shows up in the output but never reported the timeout its peers hit.
-        std::set<int> missing;
-        for (const Evidence& e : set->items) {
-            if (e.signature != "context-torch-rank") continue;
-            if (auto r = ToInt(e.Field("rank")); r && !by_rank.count(*r)) missing.insert(*r);
-        }
-        if (!missing.empty() && missing.size() <= 2 && missing.size() < by_rank.size()) {
-            for (int rank : missing) {
-                Evidence d = Derived("nccl-missing-rank", at,
-                                     "rank " + std::to_string(rank) +
-                                         " never reported the collective ranks " + JoinInts(ranks) +
-                                         " timed out in");
-                d.SetField("rank", std::to_string(rank));
-                d.SetField("ranks", JoinInts(ranks));
-                derived.push_back(std::move(d));
-            }
-        }
-    }
+    if (auto compared = CompareRanks(by_rank, seqs_of_rank)) derived.push_back(*compared);
+    if (by_rank.size() >= 2) AddMissingRanks(*set, by_rank, &derived);
     AddDerived(std::move(derived), set);
 }
 

@@ -47,7 +47,8 @@ const std::vector<BuiltinSignature>& BuiltinSignatures() {
     // What the NCCL rank analyzers (analyze.cpp, AnalyzeNccl) read: the watchdog's timeouts,
     // where each rank's process group was, and the ranks the job's output names.
     static const std::vector<std::string> kRankAnalyzerReads{
-        "nccl-watchdog-timeout", "context-nccl-progress", "context-torch-rank"};
+        "nccl-watchdog-timeout", "context-nccl-worknccl", "context-nccl-progress",
+        "context-torch-rank"};
     static const std::vector<BuiltinSignature> kBuiltins{
         {"nccl-ranks-desync",
          "NCCL watchdog timeouts on several ranks disagree on the collective (SeqNum, OpType or "
