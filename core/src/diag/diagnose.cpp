@@ -377,8 +377,9 @@ Diagnosis Diagnose(const RuleSet& rules, const EvidenceSet& set, const DiagnoseO
     const std::size_t source = winner->evidence.empty() ? 0 : winner->evidence[0]->source;
     const std::size_t line = winner->evidence.empty() ? 0 : winner->evidence[0]->line;
     if (d.culprit.node.empty()) d.culprit.node = PromptHost(set, source, line);
+    // The machine a report names as its own (a cloud notice's instance, smartd's mail).
     if (d.culprit.node.empty()) {
-        d.culprit.node = ContextField(set, "context-cloud-instance", {"instance"}, source);
+        d.culprit.node = ContextField(set, "context-named-machine", {"instance"}, source);
     }
     // The node Slurm names for the job's first failed task or its step (srun's "NODE: task 3:
     // Exited with exit code 1", "Node failure on NODE", slurmstepd's "*** STEP 42.0 ON NODE
