@@ -171,19 +171,8 @@ void AddDerived(std::vector<Evidence> derived, EvidenceSet* set) {
     }
 }
 
-// The collective a watchdog line names. A paste may break that line after "timeout:", and then
-// the "WorkNCCL(SeqNum=..., OpType=...)" naming it starts a line of its own right under it
-// (context-nccl-worknccl, `next`: found by NextWorkLine).
-RankReport ReportOf(const Evidence& e, const Evidence* next) {
-    const bool broken = !e.Field("seq") && !e.Field("op") && next != nullptr;
-    const Evidence& named = broken ? *next : e;
-    return RankReport{&e, std::string(named.Field("seq").value_or("")),
-                      std::string(named.Field("op").value_or("")),
-                      std::string(named.Field("numel_in").value_or(""))};
-}
-
-// The WorkNCCL line under the watchdog line set->items[i], before any other watchdog line: a
-// few lines down at most, as a terminal's wrap undone leaves the joined lines empty.
+// The WorkNCCL line under the watchdog line set.items[i], before any other watchdog line: a few
+// lines down at most, as a terminal's wrap undone leaves the joined lines empty.
 const Evidence* NextWorkLine(const EvidenceSet& set, std::size_t i) {
     constexpr std::size_t kMaxLinesBelow = 4;
     const Evidence& e = set.items[i];
@@ -195,6 +184,18 @@ const Evidence* NextWorkLine(const EvidenceSet& set, std::size_t i) {
         if (n.signature == "nccl-watchdog-timeout") break;
     }
     return nullptr;
+}
+
+// The collective the watchdog line set.items[i] names. A paste may break that line after
+// "timeout:", and then the "WorkNCCL(SeqNum=..., OpType=...)" naming it starts a line of its own
+// right under it (context-nccl-worknccl), looked for only then.
+RankReport ReportOf(const EvidenceSet& set, std::size_t i) {
+    const Evidence& e = set.items[i];
+    const Evidence* next = e.Field("seq") || e.Field("op") ? nullptr : NextWorkLine(set, i);
+    const Evidence& named = next != nullptr ? *next : e;
+    return RankReport{&e, std::string(named.Field("seq").value_or("")),
+                      std::string(named.Field("op").value_or("")),
+                      std::string(named.Field("numel_in").value_or(""))};
 }
 
 std::string JoinStrings(const std::set<std::string>& values) {
@@ -296,7 +297,7 @@ void AnalyzeNccl(EvidenceSet* set) {
         if (e.signature != "nccl-watchdog-timeout") continue;
         auto rank = ToInt(e.Field("grank"));
         if (!rank) rank = ToInt(e.Field("rank"));
-        const RankReport r = ReportOf(e, NextWorkLine(*set, i));
+        const RankReport r = ReportOf(*set, i);
         if (r.seq == "1" || r.seq == "0") {
             first_collective = true;
             if (first_at == nullptr) first_at = &e;
